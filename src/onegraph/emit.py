@@ -1,0 +1,332 @@
+"""Graph emission: the builder every transformer and adapter writes ONNX nodes with.
+
+A pipeline is emitted column by column. Each column flowing through the graph is a :class:`Col`: a name
+(the feature name scikit-learn's ``get_feature_names_out`` gives it), a *kind* (what the values mean:
+``float``, ``int``, ``bool``, ``string``, ``datetime``, ``timedelta``), and where its values live: a 1-D
+tensor ``[N]``, or one column of a 2-D block ``[N, k]``. Transformers that work on many numeric columns at
+once ask the builder for a block (:meth:`GraphBuilder.matrix`); the builder slices, concatenates and casts
+only where needed, so a chain of block-wise steps (impute, then scale, then the model) costs one node per
+step, not one per column.
+
+Internal representation (the contract every emitter relies on):
+
+* numbers are computed in ``double``; missing numbers are NaN;
+* ``int`` columns are ``int64`` with missing = ``INT64_MIN`` (the value pandas uses for NaT);
+* ``string`` columns are ``string`` tensors with missing = :data:`onegraph.frame.schema.MISSING_STRING`;
+* ``datetime`` / ``timedelta`` columns are ``int64`` nanoseconds (UTC for datetimes), missing = ``INT64_MIN``.
+
+Nodes are written with onnx-ir (:mod:`onnx_ir`); the result is an :class:`onnx_ir.Model`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import onnx_ir as ir
+
+from onegraph.errors import ExportError
+
+#: Default-domain opset of every graph onegraph builds (StringSplit, StringConcat, RegexFullMatch need >= 20).
+OPSET = 21
+#: ai.onnx.ml opset: 5 brings ``TreeEnsemble`` (double thresholds and leaf weights), LabelEncoder v4.
+ML_OPSET = 5
+#: IR version matching OPSET 21 (ONNX 1.16).
+IR_VERSION = 10
+
+INT64_MIN = int(np.iinfo(np.int64).min)
+
+DOUBLE = ir.DataType.DOUBLE
+FLOAT = ir.DataType.FLOAT
+INT64 = ir.DataType.INT64
+BOOL = ir.DataType.BOOL
+STRING = ir.DataType.STRING
+
+#: Node metadata key holding the object path that emitted the node (``pipeline.columntransformer.num``).
+NAMESPACE_KEY = "namespace"
+#: Node metadata key holding the qualified class of the object that emitted the node.
+CLASS_KEY = "onegraph.class"
+
+
+@dataclasses.dataclass(frozen=True)
+class Col:
+    """One column flowing through the graph.
+
+    Attributes
+    ----------
+    name:
+        Feature name (as ``get_feature_names_out`` reports it).
+    kind:
+        ``"float" | "int" | "bool" | "string" | "datetime" | "timedelta"``.
+    value:
+        The tensor holding the column: 1-D ``[N]`` when ``index`` is None, else a 2-D block ``[N, k]``.
+    dtype:
+        Element type of ``value``.
+    index:
+        Column of the block this column is, or None.
+    """
+
+    name: str
+    kind: str
+    value: ir.Value
+    dtype: ir.DataType
+    index: int | None = None
+
+    def renamed(self, name: str) -> Col:
+        return dataclasses.replace(self, name=name)
+
+
+class GraphBuilder:
+    """Collects nodes, initializers, inputs and outputs of one graph.
+
+    Use :meth:`op` to add a node, :meth:`const` for an initializer, :meth:`scope` to attribute the nodes
+    added inside it to a source object (its path and class are written into each node's
+    ``metadata_props``, so a later pass can group them into a named function).
+    """
+
+    def __init__(self, name: str = "onegraph") -> None:
+        self.graph = ir.Graph(
+            inputs=[],
+            outputs=[],
+            nodes=[],
+            opset_imports={"": OPSET, "ai.onnx.ml": ML_OPSET},
+            name=name,
+        )
+        self.functions: dict[tuple[str, str, str], ir.Function] = {}
+        self._scope: list[tuple[str, str]] = []
+        self._consts: dict[tuple, ir.Value] = {}
+        self._derived: dict[tuple, ir.Value] = {}
+        self._counter = 0
+
+    # -- naming -------------------------------------------------------------------------------
+    def unique(self, hint: str) -> str:
+        """A value name not used before in this graph, derived from ``hint``."""
+        self._counter += 1
+        return f"{hint}__{self._counter}"
+
+    @contextlib.contextmanager
+    def scope(self, name: str, obj: Any = None) -> Iterator[None]:
+        """Attribute the nodes added inside the block to ``name`` (an object path) and ``obj``'s class."""
+        cls = "" if obj is None else f"{type(obj).__module__}.{type(obj).__qualname__}"
+        self._scope.append((name, cls))
+        try:
+            yield
+        finally:
+            self._scope.pop()
+
+    @property
+    def path(self) -> str:
+        return ".".join(s for s, _ in self._scope if s)
+
+    # -- nodes --------------------------------------------------------------------------------
+    def op(
+        self,
+        op_type: str,
+        *inputs: ir.Value | None,
+        domain: str = "",
+        outputs: int = 1,
+        dtype: ir.DataType | None = None,
+        **attributes: Any,
+    ) -> Any:
+        """Add a node ``op_type(*inputs, **attributes)``; return its output value (or tuple of values).
+
+        ``dtype``, when given, annotates the (first) output's element type.
+        """
+        meta = {}
+        if self._scope:
+            meta[NAMESPACE_KEY] = self.path
+            if self._scope[-1][1]:
+                meta[CLASS_KEY] = self._scope[-1][1]
+        attrs = {k: v for k, v in attributes.items() if v is not None}
+        node = ir.node(
+            op_type,
+            list(inputs),
+            attributes=attrs,
+            domain=domain,
+            num_outputs=outputs,
+            name=f"{self.path}/{op_type}_{self._counter}" if self._scope else None,
+            metadata_props=meta or None,
+        )
+        self._counter += 1
+        self.graph.append(node)
+        if dtype is not None:
+            node.outputs[0].dtype = dtype
+        return node.outputs[0] if outputs == 1 else tuple(node.outputs)
+
+    def const(self, array: Any, name: str = "c", dtype: Any = None) -> ir.Value:
+        """An initializer holding ``array`` (numpy-convertible; strings become a string tensor).
+
+        Identical small constants are shared.
+        """
+        arr = np.asarray(array, dtype=dtype)
+        if arr.dtype.kind in "OUS":
+            arr = np.asarray([str(v) for v in arr.ravel()], dtype=object).reshape(arr.shape)
+            key = ("str", arr.shape, tuple(arr.ravel()))
+        else:
+            key = (arr.dtype.str, arr.shape, arr.tobytes()) if arr.size <= 4096 else None
+        if key is not None and key in self._consts:
+            return self._consts[key]
+        tensor = to_tensor(arr, name=self.unique(name))
+        value = ir.Value(name=tensor.name, shape=ir.Shape(arr.shape), type=ir.TensorType(tensor.dtype), const_value=tensor)
+        self.graph.register_initializer(value)
+        if key is not None:
+            self._consts[key] = value
+        return value
+
+    def derived(self, key: tuple, make: Callable[[], ir.Value]) -> ir.Value:
+        """Memoise a value computed from others (a cast, a slice) so it is emitted once."""
+        if key not in self._derived:
+            self._derived[key] = make()
+        return self._derived[key]
+
+    # -- graph inputs and outputs -------------------------------------------------------------
+    def input(self, name: str, dtype: ir.DataType, rank: int = 1) -> ir.Value:
+        """Declare a graph input of shape ``[N]`` (rank 1) or ``[N, ?]``."""
+        shape = ir.Shape(["N"] if rank == 1 else ["N"] + [None] * (rank - 1))
+        value = ir.Value(name=name, shape=shape, type=ir.TensorType(dtype))
+        self.graph.inputs.append(value)
+        return value
+
+    def output(self, value: ir.Value, name: str, dtype: ir.DataType | None = None) -> ir.Value:
+        """Expose ``value`` as the graph output ``name`` (an Identity is added when the value is taken)."""
+        if value.is_graph_input() or value.is_graph_output() or value.is_initializer() or value.name in {
+            o.name for o in self.graph.outputs
+        }:
+            value = self.op("Identity", value, dtype=dtype or value.dtype)
+        value.name = name
+        if dtype is not None:
+            value.dtype = dtype
+        self.graph.outputs.append(value)
+        return value
+
+    # -- columns ------------------------------------------------------------------------------
+    def vector(self, col: Col) -> ir.Value:
+        """The column as a 1-D tensor ``[N]``."""
+        if col.index is None:
+            return col.value
+        return self.derived(
+            ("vector", id(col.value), col.index),
+            lambda: self.op("Gather", col.value, self.const(np.int64(col.index), "idx"), axis=1, dtype=col.dtype),
+        )
+
+    def as_double(self, col: Col) -> Col:
+        """The column as double: ints and datetimes map INT64_MIN to NaN, bools to 0/1."""
+        if col.dtype == DOUBLE:
+            return col
+        if col.kind == "string":
+            raise ExportError(f"column {col.name!r} holds strings; a numeric step cannot take it",
+                              hint="encode it first (one-hot, ordinal) or select numeric columns only")
+
+        def make() -> ir.Value:
+            cast = self.op("Cast", col.value, to=DOUBLE, dtype=DOUBLE)
+            if col.dtype != INT64:
+                return cast
+            missing = self.op("Equal", col.value, self.const(np.int64(INT64_MIN), "na_int"), dtype=BOOL)
+            return self.op("Where", missing, self.const(np.float64(np.nan), "nan"), cast, dtype=DOUBLE)
+
+        value = self.derived(("double", id(col.value)), make)
+        return dataclasses.replace(col, value=value, dtype=DOUBLE)
+
+    def matrix(self, cols: Sequence[Col], dtype: ir.DataType | None = DOUBLE) -> ir.Value:
+        """The columns as one 2-D block ``[N, len(cols)]`` of ``dtype`` (None: keep the columns' dtype).
+
+        Reuses a block when ``cols`` are exactly its columns in order; otherwise slices consecutive runs
+        of a block and concatenates.
+        """
+        if not cols:
+            raise ExportError("an empty set of columns cannot form a feature matrix",
+                              hint="check the column selection of the pipeline")
+        if dtype is not None:
+            cols = [self.as_double(c) if dtype == DOUBLE else c for c in cols]
+            for c in cols:
+                if c.dtype != dtype:
+                    raise ExportError(f"column {c.name!r} is {c.dtype.name}, expected {dtype.name}")
+        first = cols[0]
+        if (
+            first.index == 0
+            and all(c.value is first.value and c.index == i for i, c in enumerate(cols))
+            and _width(first.value) == len(cols)
+        ):
+            return first.value
+        pieces: list[ir.Value] = []
+        i = 0
+        while i < len(cols):
+            c = cols[i]
+            if c.index is None:
+                pieces.append(self.derived(("unsq", id(c.value)), lambda c=c: self.op(
+                    "Unsqueeze", c.value, self.const(np.array([1], np.int64), "axes"), dtype=c.dtype)))
+                i += 1
+                continue
+            j = i + 1
+            while j < len(cols) and cols[j].value is c.value and cols[j].index == cols[j - 1].index + 1:
+                j += 1
+            start, stop = c.index, cols[j - 1].index + 1
+            if start == 0 and _width(c.value) == stop:
+                pieces.append(c.value)
+            else:
+                pieces.append(self.op(
+                    "Slice", c.value, self.const(np.array([start], np.int64), "start"),
+                    self.const(np.array([stop], np.int64), "stop"),
+                    self.const(np.array([1], np.int64), "axes"), dtype=c.dtype))
+            i = j
+        if len(pieces) == 1:
+            return pieces[0]
+        return self.op("Concat", *pieces, axis=1, dtype=pieces[0].dtype)
+
+    def block(self, value: ir.Value, names: Sequence[str], kind: str, dtype: ir.DataType) -> list[Col]:
+        """Columns for a 2-D block ``value`` ``[N, len(names)]``."""
+        value.shape = ir.Shape(["N", len(names)])
+        value.dtype = dtype
+        return [Col(n, kind, value, dtype, i) for i, n in enumerate(names)]
+
+    # -- result -------------------------------------------------------------------------------
+    def to_model(self) -> ir.Model:
+        model = ir.Model(self.graph, ir_version=IR_VERSION, producer_name="onegraph",
+                         functions=list(self.functions.values()))
+        return model
+
+
+def to_tensor(arr: np.ndarray, name: str | None = None) -> ir.TensorProtocol:
+    """An onnx-ir tensor for a numpy array; object / str arrays become UTF-8 string tensors."""
+    arr = np.asarray(arr)
+    if arr.dtype.kind in "OUS":
+        data = np.asarray([str(v).encode("utf-8") for v in arr.ravel()], dtype=object).reshape(arr.shape)
+        return ir.StringTensor(data, name=name)
+    return ir.tensor(arr, name=name)
+
+
+def _width(value: ir.Value) -> int | None:
+    shape = value.shape
+    if shape is None or len(shape) != 2 or not isinstance(shape[1], int):
+        return None
+    return shape[1]
+
+
+# -- the emitter registry ----------------------------------------------------------------------
+Emitter = Callable[[Any, GraphBuilder, list[Col]], list[Col]]
+_EMITTERS: dict[type, Emitter] = {}
+
+
+def register_emitter(*classes: type) -> Callable[[Emitter], Emitter]:
+    """Register ``fn(estimator, builder, cols) -> cols`` as the emitter of fitted ``classes``."""
+
+    def deco(fn: Emitter) -> Emitter:
+        for cls in classes:
+            _EMITTERS[cls] = fn
+        return fn
+
+    return deco
+
+
+def find_emitter(obj: Any) -> Emitter | None:
+    """The emitter for ``obj``: its own ``emit`` method, or one registered for its class or a base."""
+    own = getattr(obj, "emit", None)
+    if callable(own):
+        return lambda est, g, cols: est.emit(g, cols)
+    for cls in type(obj).__mro__:
+        if cls in _EMITTERS:
+            return _EMITTERS[cls]
+    return None

@@ -1,0 +1,104 @@
+"""The one exception hierarchy of onegraph.
+
+Every error a user can cause (bad data, a bad model file, an object onegraph cannot export) is an
+:class:`OnegraphError`. Each names the thing at fault (a column, a node, a tensor, a file) and says
+what to do about it, so the command line can print it as one line and exit non-zero.
+"""
+
+from __future__ import annotations
+
+
+class OnegraphError(Exception):
+    """Base class of every error onegraph raises on purpose.
+
+    Parameters
+    ----------
+    message:
+        What went wrong, naming the column / node / tensor / file at fault.
+    hint:
+        What the user can do about it; appended to the message.
+    """
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        self.message = message
+        self.hint = hint
+        super().__init__(f"{message}. {hint}" if hint else message)
+
+
+class DataError(OnegraphError):
+    """The data given (a DataFrame, a file of rows, a dict of columns) cannot be used."""
+
+
+class MissingColumnError(DataError):
+    """A column the model needs is absent from the data."""
+
+    def __init__(self, column: str, available: list[str] | None = None) -> None:
+        shown = ""
+        if available is not None:
+            shown = f" (columns given: {', '.join(map(repr, available[:20]))}"
+            shown += ", ...)" if len(available) > 20 else ")"
+        super().__init__(
+            f"column {column!r} is required by the model but missing from the data{shown}",
+            hint="add the column (it may hold missing values) or rebuild the model without it",
+        )
+        self.column = column
+
+
+class ColumnTypeError(DataError):
+    """A column holds values of a type the model cannot take for it."""
+
+    def __init__(self, column: str, message: str, *, hint: str | None = None) -> None:
+        super().__init__(f"column {column!r}: {message}", hint=hint)
+        self.column = column
+
+
+class UnknownCategoryError(DataError):
+    """A categorical column holds a value never seen in fit, and its encoder was set to refuse it."""
+
+    def __init__(self, column: str, values: list, rows: list[int]) -> None:
+        shown = ", ".join(repr(v) for v in values[:5]) + (", ..." if len(values) > 5 else "")
+        super().__init__(
+            f"column {column!r}: {len(rows)} row(s) hold categories not seen in fit ({shown}; first row {rows[0]})",
+            hint="fit on data that includes them, or set handle_unknown='ignore' or 'infrequent_if_exist'",
+        )
+        self.column = column
+        self.values = values
+        self.rows = rows
+
+
+class ExportError(OnegraphError):
+    """A fitted object cannot be turned into ONNX (unsupported estimator, unfitted object, ...)."""
+
+
+class ParityError(OnegraphError):
+    """The exported graph does not compute what the source pipeline computes."""
+
+    def __init__(self, message: str, report=None) -> None:
+        super().__init__(
+            message,
+            hint="the model was not written; report this with the parity table, or pass check_parity=False to inspect it",
+        )
+        self.report = report
+
+
+class ModelFileError(OnegraphError):
+    """A model file cannot be read, parsed or opened."""
+
+
+class RuntimeFailure(OnegraphError):
+    """onnxruntime failed while running a model."""
+
+
+__all__ = [
+    "OnegraphError",
+    "DataError",
+    "MissingColumnError",
+    "ColumnTypeError",
+    "UnknownCategoryError",
+    "ExportError",
+    "ParityError",
+    "ModelFileError",
+    "RuntimeFailure",
+]

@@ -1,0 +1,3 @@
+"""Adapters: fitted objects from other libraries -> graph nodes. Importing registers them."""
+
+from onegraph.export.adapters import models, sklearn, trees  # noqa: F401

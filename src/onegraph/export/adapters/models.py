@@ -1,0 +1,123 @@
+"""Fitted models -> graph outputs: the model adapter contract and its registry.
+
+A model adapter takes the feature matrix ``x`` (``[N, F]`` double, built from the preprocessing's output
+columns) and returns :class:`ModelOutputs`: for a classifier ``label`` (``[N]``, the classes' own type:
+string, int64, double or bool) and ``probabilities`` (``[N, n_classes]`` double, no ZipMap); for a regressor
+``prediction`` (``[N]`` double, ``[N, n_outputs]`` for several outputs).
+
+Tree models have onegraph's own double-precision adapter (:mod:`.trees`); every other scikit-learn model
+goes through skl2onnx, converted with a double input.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import onnx_ir as ir
+from sklearn.base import is_classifier
+
+from onegraph.emit import BOOL, DOUBLE, INT64, ML_OPSET, OPSET, STRING, GraphBuilder
+from onegraph.errors import ExportError
+
+
+@dataclasses.dataclass
+class ModelOutputs:
+    """Named outputs of one model, with their roles and the class labels of a classifier."""
+
+    values: dict[str, ir.Value]
+    classes: list | None = None
+
+    @classmethod
+    def classifier(cls, label: ir.Value, probabilities: ir.Value, classes: Any) -> ModelOutputs:
+        return cls({"label": label, "probabilities": probabilities}, [_plain(c) for c in classes])
+
+    @classmethod
+    def regressor(cls, prediction: ir.Value) -> ModelOutputs:
+        return cls({"prediction": prediction})
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
+
+
+ModelAdapter = Callable[[Any, GraphBuilder, ir.Value], ModelOutputs]
+_MODELS: dict[type, ModelAdapter] = {}
+
+
+def register_model(*classes: type) -> Callable[[ModelAdapter], ModelAdapter]:
+    """Register ``fn(model, builder, x) -> ModelOutputs`` as the adapter of fitted ``classes``."""
+
+    def deco(fn: ModelAdapter) -> ModelAdapter:
+        for c in classes:
+            _MODELS[c] = fn
+        return fn
+
+    return deco
+
+
+def emit_model(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
+    """The outputs of fitted ``model`` applied to ``x`` ``[N, F]`` double.
+
+    Raises
+    ------
+    ExportError
+        when the model is not fitted, or no adapter nor skl2onnx converter exists for it.
+    """
+    if not hasattr(model, "n_features_in_") and not hasattr(model, "classes_") and not hasattr(model, "coef_"):
+        raise ExportError(f"{type(model).__name__} is not fitted", hint="call fit before building")
+    for cls in type(model).__mro__:
+        if cls in _MODELS:
+            return _MODELS[cls](model, g, x)
+    return _skl2onnx_model(model, g, x)
+
+
+def label_from_index(g: GraphBuilder, classes: Any, index: ir.Value) -> ir.Value:
+    """``classes[index]`` with the classes' own element type (string, int64, double, bool)."""
+    arr = np.asarray(classes)
+    if arr.dtype.kind in "OUS":
+        table, dtype = np.asarray([str(c) for c in arr], dtype=object), STRING
+    elif arr.dtype.kind == "b":
+        table, dtype = arr.astype(bool), BOOL
+    elif arr.dtype.kind in "iu":
+        table, dtype = arr.astype(np.int64), INT64
+    else:
+        table, dtype = arr.astype(np.float64), DOUBLE
+    return g.op("Gather", g.const(table, "classes"), index, axis=0, dtype=dtype)
+
+
+def _skl2onnx_model(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
+    from skl2onnx import convert_sklearn
+    from skl2onnx.common.data_types import DoubleTensorType
+
+    from onegraph.export.adapters.onnx_graph import splice
+
+    n_features = getattr(model, "n_features_in_", None)
+    classifier = is_classifier(model)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            proto = convert_sklearn(
+                model, initial_types=[("X", DoubleTensorType([None, n_features]))],
+                target_opset={"": OPSET, "ai.onnx.ml": ML_OPSET},
+                options={type(model): {"zipmap": False}} if classifier else None,
+            )
+    except Exception as exc:  # skl2onnx raises many types for unsupported models and options
+        raise ExportError(f"cannot convert {type(model).__name__} with skl2onnx: {exc}",
+                          hint="use a supported model (linear models, trees, forests, boosting)") from None
+    outs = splice(g, proto, {"X": x}, prefix=g.unique(type(model).__name__) + "/", what=type(model).__name__)
+    if classifier:
+        proba = outs["probabilities"]
+        if proba.dtype != DOUBLE:
+            proba = g.op("Cast", proba, to=DOUBLE, dtype=DOUBLE)
+        return ModelOutputs.classifier(outs["label"], proba, model.classes_)
+    (pred,) = outs.values()
+    if pred.dtype != DOUBLE:
+        pred = g.op("Cast", pred, to=DOUBLE, dtype=DOUBLE)
+    shape = pred.shape
+    if shape is None or len(shape) < 2 or shape[1] == 1:
+        pred = g.op("Reshape", pred, g.const(np.array([-1], np.int64), "flat"), dtype=DOUBLE)
+    return ModelOutputs.regressor(pred)

@@ -1,0 +1,79 @@
+"""Splice an existing ONNX model into the graph being built.
+
+Used for graphs another converter produced (skl2onnx, onnxmltools, torch.onnx, a ``.onnx`` file): the
+model's inputs are wired to values of the graph under construction, its nodes, initializers and local
+functions move over with their names prefixed (so names never collide), and its outputs are returned.
+The default-domain opset is aligned first with onnx's version converter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import onnx
+import onnx_ir as ir
+
+from onegraph.emit import OPSET, GraphBuilder
+from onegraph.errors import ExportError
+
+
+def align_opset(proto: onnx.ModelProto, what: str) -> onnx.ModelProto:
+    """``proto`` converted to onegraph's default-domain opset (:data:`onegraph.emit.OPSET`) if needed."""
+    version = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), OPSET)
+    if version == OPSET:
+        return proto
+    try:
+        return onnx.version_converter.convert_version(proto, OPSET)
+    except Exception as exc:  # the converter raises RuntimeError / ConvertError / ValidationError
+        raise ExportError(f"{what}: cannot convert its graph from opset {version} to {OPSET} ({exc})",
+                          hint="convert it to a newer opset first") from None
+
+
+def splice(g: GraphBuilder, proto: onnx.ModelProto, feeds: Mapping[str, ir.Value], prefix: str,
+           what: str) -> dict[str, ir.Value]:
+    """Move ``proto``'s graph into ``g``; return its outputs by their original names.
+
+    Parameters
+    ----------
+    feeds: graph input name of ``proto`` -> value of ``g`` to wire it to (every input must be fed).
+    prefix: prepended to every value, node and initializer name moved over.
+    what: the source object, for error messages.
+
+    Raises
+    ------
+    ExportError
+        for an input left unfed, or a domain whose opset differs from the one ``g`` already imports.
+    """
+    proto = align_opset(proto, what)
+    sub = ir.from_proto(proto)
+    for domain, version in sub.opset_imports.items():
+        have = g.graph.opset_imports.get(domain)
+        if have is None:
+            g.graph.opset_imports[domain] = version
+        elif have != version and domain not in ("", "ai.onnx.ml"):
+            raise ExportError(f"{what}: its graph imports {domain or 'ai.onnx'} opset {version}, "
+                              f"the pipeline uses {have}")
+    for value in list(sub.graph.inputs):
+        if value.name in sub.graph.initializers:
+            continue
+        if value.name not in feeds:
+            raise ExportError(f"{what}: graph input {value.name!r} is not connected",
+                              hint=f"inputs available: {', '.join(feeds)}")
+        value.replace_all_uses_with(feeds[value.name])
+    outputs = {v.name: v for v in sub.graph.outputs}
+    sub.graph.outputs.clear()
+    nodes = list(sub.graph)
+    sub.graph.remove(nodes)
+    for name in list(sub.graph.initializers):
+        value = sub.graph.initializers.pop(name)
+        value.name = prefix + name
+        g.graph.register_initializer(value)
+    for node in nodes:
+        node.name = prefix + (node.name or node.op_type)
+        for out in node.outputs:
+            if out.name:
+                out.name = prefix + out.name
+    g.graph.extend(nodes)
+    for function in sub.functions.values():
+        g.functions.setdefault(function.identifier(), function)
+    return outputs

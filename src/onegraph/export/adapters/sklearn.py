@@ -1,0 +1,143 @@
+"""scikit-learn preprocessing -> graph: Pipeline, ColumnTransformer, FeatureUnion and any transformer.
+
+:func:`emit_step` emits one fitted object on a list of columns. Containers recurse into their steps, each
+under a scope named by its path (``columntransformer.num.standardscaler``), so every node records which
+step made it. Transformers use their registered emitter (onegraph's transformers and scikit-learn's
+scalers, imputers and encoders, see :mod:`onegraph.frame.transformers`); any other scikit-learn
+transformer falls back to skl2onnx with a double input.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import sklearn.compose
+import sklearn.pipeline
+import sklearn.preprocessing
+
+from onegraph.emit import DOUBLE, ML_OPSET, OPSET, Col, GraphBuilder, find_emitter, register_emitter
+from onegraph.errors import ExportError
+
+
+def emit_step(obj: Any, g: GraphBuilder, cols: list[Col], path: str) -> list[Col]:
+    """Emit fitted ``obj`` (a transformer, container, ``"passthrough"`` or None) on ``cols``."""
+    if obj is None or obj == "passthrough":
+        return list(cols)
+    if obj == "drop":
+        return []
+    emitter = find_emitter(obj) or _skl2onnx_transformer
+    with g.scope(path, obj):
+        return emitter(obj, g, cols)
+
+
+def step_name(obj: Any) -> str:
+    return type(obj).__name__.lower()
+
+
+@register_emitter(sklearn.pipeline.Pipeline)
+def emit_pipeline(pipe: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]:
+    for name, step in pipe.steps:
+        if step is None or step == "passthrough":
+            continue
+        if not hasattr(step, "transform"):
+            raise ExportError(f"pipeline step {name!r} ({type(step).__name__}) is not a transformer",
+                              hint="put the model last and pass it as build's model argument")
+        cols = emit_step(step, g, cols, f"{g.path}.{name}" if g.path else name)
+    return cols
+
+
+@register_emitter(sklearn.compose.ColumnTransformer)
+def emit_column_transformer(ct: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]:
+    indices = getattr(ct, "_transformer_to_input_indices", None)
+    if indices is None:
+        raise ExportError("this ColumnTransformer lacks the fitted column layout onegraph reads",
+                          hint="use scikit-learn >= 1.2")
+    if len(cols) != ct.n_features_in_:
+        raise ExportError(f"ColumnTransformer was fitted on {ct.n_features_in_} columns but receives {len(cols)}")
+    out: list[Col] = []
+    for name, trans, _ in ct.transformers_:
+        if trans == "drop":
+            continue
+        selected = [cols[i] for i in indices.get(name, [])]
+        if not selected:
+            continue
+        out.extend(emit_step(trans, g, selected, f"{g.path}.{name}" if g.path else name))
+    names = [str(n) for n in ct.get_feature_names_out([c.name for c in cols])]
+    if len(names) != len(out):
+        raise ExportError(f"ColumnTransformer: the graph gives {len(out)} columns where scikit-learn reports "
+                          f"{len(names)}", hint="report this pipeline to onegraph")
+    return [c.renamed(n) for c, n in zip(out, names)]
+
+
+@register_emitter(sklearn.pipeline.FeatureUnion)
+def emit_feature_union(union: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]:
+    out: list[Col] = []
+    for name, trans in union.transformer_list:
+        out.extend(emit_step(trans, g, cols, f"{g.path}.{name}" if g.path else name))
+    names = [str(n) for n in union.get_feature_names_out([c.name for c in cols])]
+    return [c.renamed(n) for c, n in zip(out, names)]
+
+
+_UFUNCS = {np.log: "Log", np.exp: "Exp", np.sqrt: "Sqrt", np.abs: "Abs", np.absolute: "Abs",
+           np.negative: "Neg", np.tanh: "Tanh", np.sin: "Sin", np.cos: "Cos"}
+
+
+@register_emitter(sklearn.preprocessing.FunctionTransformer)
+def emit_function_transformer(ft: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]:
+    """Identity, or one numpy ufunc with an ONNX equivalent (``np.log1p``, ``np.log``, ``np.exp``, ...)."""
+    func = ft.func
+    if func is None:
+        return list(cols)
+    if ft.kw_args:
+        raise ExportError(f"FunctionTransformer({getattr(func, '__name__', func)}) with kw_args cannot be exported")
+    x = g.matrix(cols, DOUBLE)
+    if func is np.log1p:
+        y = g.op("Log", g.op("Add", x, g.const(np.float64(1.0), "one"), dtype=DOUBLE), dtype=DOUBLE)
+    elif func is np.expm1:
+        y = g.op("Sub", g.op("Exp", x, dtype=DOUBLE), g.const(np.float64(1.0), "one"), dtype=DOUBLE)
+    elif func in _UFUNCS:
+        y = g.op(_UFUNCS[func], x, dtype=DOUBLE)
+    else:
+        raise ExportError(f"FunctionTransformer({getattr(func, '__name__', func)}) runs arbitrary Python, "
+                          "which has no graph equivalent",
+                          hint="use a numpy ufunc (np.log1p, np.log, np.exp, np.sqrt, np.abs) or an onegraph "
+                               "transformer (e.g. LogTransformer)")
+    names = [c.name for c in cols]
+    try:
+        names = [str(n) for n in ft.get_feature_names_out(names)]
+    except Exception:  # feature_names_out=None makes get_feature_names_out raise
+        pass
+    return g.block(y, names, "float", DOUBLE)
+
+
+def _skl2onnx_transformer(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]:
+    """Any other fitted transformer, through skl2onnx on a double matrix of the columns."""
+    from skl2onnx import convert_sklearn
+    from skl2onnx.common.data_types import DoubleTensorType
+
+    from onegraph.export.adapters.onnx_graph import splice
+
+    x = g.matrix(cols, DOUBLE)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            proto = convert_sklearn(est, initial_types=[("X", DoubleTensorType([None, len(cols)]))],
+                                    target_opset={"": OPSET, "ai.onnx.ml": ML_OPSET})
+    except Exception as exc:  # skl2onnx raises many exception types for unsupported estimators
+        raise ExportError(f"{type(est).__name__} at {g.path or 'top level'} cannot be exported: {exc}",
+                          hint="use onegraph's transformers or one skl2onnx supports") from None
+    outs = splice(g, proto, {"X": x}, prefix=g.unique(type(est).__name__) + "/", what=type(est).__name__)
+    (y,) = outs.values()
+    if y.dtype != DOUBLE:
+        y = g.op("Cast", y, to=DOUBLE, dtype=DOUBLE)
+    try:
+        names = [str(n) for n in est.get_feature_names_out([c.name for c in cols])]
+    except Exception:  # not every transformer names its outputs
+        width = y.shape[1] if y.shape is not None and len(y.shape) == 2 and isinstance(y.shape[1], int) else None
+        if width is None:
+            raise ExportError(f"{type(est).__name__} does not report its output columns",
+                              hint="use a transformer with get_feature_names_out") from None
+        names = [f"{type(est).__name__.lower()}{i}" for i in range(width)]
+    return g.block(y, names, "float", DOUBLE)

@@ -1,0 +1,242 @@
+"""scikit-learn tree models -> ``ai.onnx.ml.TreeEnsemble`` (opset 5) in double precision.
+
+skl2onnx writes trees as ``TreeEnsembleClassifier`` / ``TreeEnsembleRegressor``, whose outputs are float32
+in onnxruntime (its double conversion does not load), so thresholds rounded to float32 and sums taken in
+float32 drift from scikit-learn. onegraph writes ``TreeEnsemble`` with double thresholds and leaf weights,
+and reproduces how scikit-learn compares: ``DecisionTree*``, ``RandomForest*``, ``ExtraTrees*`` and
+``GradientBoosting*`` cast their input to float32 before comparing (``sklearn.tree._tree``: ``DTYPE``),
+``HistGradientBoosting*`` compare in float64. Missing values follow each node's ``missing_go_to_left``.
+
+Sources: the ONNX ``TreeEnsemble`` operator spec (ai.onnx.ml opset 5); scikit-learn's ``Tree.predict``,
+``ForestClassifier.predict_proba``, ``BaseGradientBoosting._raw_predict`` and
+``BaseHistGradientBoosting._raw_predict``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import onnx_ir as ir
+import sklearn.ensemble as ske
+import sklearn.tree as skt
+
+from onegraph.emit import BOOL, DOUBLE, FLOAT, INT64, GraphBuilder
+from onegraph.errors import ExportError
+from onegraph.export.adapters.models import ModelOutputs, label_from_index, register_model
+
+
+@dataclasses.dataclass
+class TreeArrays:
+    """One binary tree in scikit-learn's layout (children -1 at leaves; ``x <= threshold`` goes left)."""
+
+    left: np.ndarray
+    right: np.ndarray
+    feature: np.ndarray
+    threshold: np.ndarray
+    missing_left: np.ndarray
+    leaf_value: np.ndarray  # per node; used at leaves
+    target: int = 0
+
+    @property
+    def is_leaf(self) -> np.ndarray:
+        return self.left < 0
+
+
+def _sk_tree(tree: Any, values: np.ndarray, target: int = 0) -> TreeArrays:
+    missing = getattr(tree, "missing_go_to_left", None)
+    return TreeArrays(
+        left=np.asarray(tree.children_left, np.int64), right=np.asarray(tree.children_right, np.int64),
+        feature=np.asarray(tree.feature, np.int64), threshold=np.asarray(tree.threshold, np.float64),
+        missing_left=np.zeros(tree.node_count, bool) if missing is None else np.asarray(missing, bool),
+        leaf_value=np.asarray(values, np.float64), target=target)
+
+
+def _hgb_tree(predictor: Any, target: int) -> TreeArrays:
+    nodes = predictor.nodes
+    if nodes["is_categorical"].any():
+        raise ExportError("a HistGradientBoosting model with native categorical splits cannot be exported yet",
+                          hint="encode categories before the model (OneHotEncoder / OrdinalEncoder) and fit "
+                               "with categorical_features=None")
+    leaf = nodes["is_leaf"].astype(bool)
+    return TreeArrays(
+        left=np.where(leaf, -1, nodes["left"].astype(np.int64)), right=np.where(leaf, -1, nodes["right"].astype(np.int64)),
+        feature=nodes["feature_idx"].astype(np.int64), threshold=nodes["num_threshold"].astype(np.float64),
+        missing_left=nodes["missing_go_to_left"].astype(bool), leaf_value=nodes["value"].astype(np.float64),
+        target=target)
+
+
+def tree_ensemble(g: GraphBuilder, x: ir.Value, trees: list[TreeArrays], n_targets: int,
+                  aggregate: int = 1) -> ir.Value:
+    """A ``TreeEnsemble`` node over ``x`` ``[N, F]`` (double) returning ``[N, n_targets]`` double.
+
+    ``aggregate``: 0 AVERAGE, 1 SUM (the spec's ``aggregate_function``). A tree that is a single leaf gets a
+    dummy split whose both branches reach that leaf.
+    """
+    featureids, splits, missing, true_ids, true_leaf, false_ids, false_leaf = ([] for _ in range(7))
+    leaf_targets, leaf_weights, roots = [], [], []
+    for t in trees:
+        node_pos: dict[int, int] = {}
+        leaf_pos: dict[int, int] = {}
+        for n in range(len(t.left)):
+            if t.is_leaf[n]:
+                leaf_pos[n] = len(leaf_targets) + len(leaf_pos)
+            else:
+                node_pos[n] = len(featureids) + len(node_pos)
+        for n in sorted(leaf_pos):
+            leaf_targets.append(t.target)
+            leaf_weights.append(t.leaf_value[n])
+        if not node_pos:  # a single leaf
+            roots.append(len(featureids))
+            featureids.append(0), splits.append(0.0), missing.append(0)
+            true_ids.append(leaf_pos[0]), true_leaf.append(1), false_ids.append(leaf_pos[0]), false_leaf.append(1)
+            continue
+        roots.append(node_pos[0])
+        for n in sorted(node_pos):
+            featureids.append(int(t.feature[n]))
+            splits.append(float(t.threshold[n]))
+            missing.append(int(t.missing_left[n]))
+            for child, ids, leafs in ((t.left[n], true_ids, true_leaf), (t.right[n], false_ids, false_leaf)):
+                is_leaf = bool(t.is_leaf[child])
+                ids.append(leaf_pos[child] if is_leaf else node_pos[child])
+                leafs.append(int(is_leaf))
+    return g.op(
+        "TreeEnsemble", x, domain="ai.onnx.ml", dtype=DOUBLE,
+        nodes_featureids=featureids, nodes_splits=ir.tensor(np.asarray(splits, np.float64)),
+        nodes_modes=ir.tensor(np.zeros(len(featureids), np.uint8)),
+        nodes_truenodeids=true_ids, nodes_trueleafs=true_leaf,
+        nodes_falsenodeids=false_ids, nodes_falseleafs=false_leaf,
+        nodes_missing_value_tracks_true=missing,
+        leaf_targetids=leaf_targets, leaf_weights=ir.tensor(np.asarray(leaf_weights, np.float64)),
+        tree_roots=roots, n_targets=n_targets, aggregate_function=aggregate, post_transform=0,
+    )
+
+
+def _as_float32(g: GraphBuilder, x: ir.Value) -> ir.Value:
+    """scikit-learn's trees compare ``float32(x)``: round the features the same way, keep double type."""
+    return g.op("Cast", g.op("Cast", x, to=FLOAT, dtype=FLOAT), to=DOUBLE, dtype=DOUBLE)
+
+
+def _leaf_distribution(g: GraphBuilder, x: ir.Value, estimators: list[Any], per_tree: list[np.ndarray]) -> ir.Value:
+    """Sum over trees of a per-leaf vector (class distribution or multi-output values): ``[N, K]``.
+
+    ``TreeEnsemble`` leaves carry one weight each, so every leaf gets a global id (its weight, one target
+    per tree); the vectors are gathered from a table and summed.
+    """
+    trees, table = [], []
+    for i, (est, values) in enumerate(zip(estimators, per_tree)):
+        ids = np.full(est.tree_.node_count, -1.0)
+        leaves = np.flatnonzero(est.tree_.children_left < 0)
+        ids[leaves] = np.arange(len(table), len(table) + len(leaves), dtype=np.float64)
+        table.extend(values[leaves])
+        trees.append(_sk_tree(est.tree_, ids, target=i))
+    leaf_ids = tree_ensemble(g, x, trees, n_targets=len(trees))
+    index = g.op("Cast", leaf_ids, to=INT64, dtype=INT64)
+    vectors = g.op("Gather", g.const(np.asarray(table, np.float64), "leaf_values"), index, axis=0, dtype=DOUBLE)
+    return g.op("ReduceSum", vectors, g.const(np.array([1], np.int64), "axes"), keepdims=0, dtype=DOUBLE)
+
+
+def _estimators(model: Any) -> list[Any]:
+    return list(getattr(model, "estimators_", [model]))
+
+
+# -- decision trees and forests -------------------------------------------------------------------
+@register_model(skt.DecisionTreeClassifier, skt.ExtraTreeClassifier, ske.RandomForestClassifier,
+                ske.ExtraTreesClassifier)
+def emit_forest_classifier(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
+    if isinstance(model.classes_, list):
+        raise ExportError(f"{type(model).__name__} with several outputs cannot be exported",
+                          hint="fit one classifier per target")
+    estimators = _estimators(model)
+    dists = []
+    for est in estimators:
+        value = est.tree_.value[:, 0, :]
+        total = value.sum(axis=1, keepdims=True)
+        dists.append(np.divide(value, total, out=np.zeros_like(value), where=total > 0))
+    summed = _leaf_distribution(g, _as_float32(g, x), estimators, dists)
+    proba = summed if len(estimators) == 1 else g.op(
+        "Div", summed, g.const(np.float64(len(estimators)), "n_trees"), dtype=DOUBLE)
+    index = g.op("ArgMax", proba, axis=1, keepdims=0, dtype=INT64)
+    return ModelOutputs.classifier(label_from_index(g, model.classes_, index), proba, model.classes_)
+
+
+@register_model(skt.DecisionTreeRegressor, skt.ExtraTreeRegressor, ske.RandomForestRegressor,
+                ske.ExtraTreesRegressor)
+def emit_forest_regressor(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
+    estimators = _estimators(model)
+    n_outputs = model.n_outputs_
+    xf = _as_float32(g, x)
+    if n_outputs == 1:
+        trees = [_sk_tree(e.tree_, e.tree_.value[:, 0, 0]) for e in estimators]
+        y = tree_ensemble(g, xf, trees, n_targets=1, aggregate=0)
+        return ModelOutputs.regressor(g.op("Reshape", y, g.const(np.array([-1], np.int64), "flat"), dtype=DOUBLE))
+    summed = _leaf_distribution(g, xf, estimators, [e.tree_.value[:, :, 0] for e in estimators])
+    y = g.op("Div", summed, g.const(np.float64(len(estimators)), "n_trees"), dtype=DOUBLE)
+    return ModelOutputs.regressor(y)
+
+
+# -- gradient boosting ----------------------------------------------------------------------------
+def _inverse_link(g: GraphBuilder, model: Any, raw: ir.Value) -> ir.Value:
+    """scikit-learn's ``model._loss.link.inverse`` in ONNX ops."""
+    link = type(model._loss.link).__name__
+    if link == "IdentityLink":
+        return raw
+    if link == "LogLink":
+        return g.op("Exp", raw, dtype=DOUBLE)
+    if link == "LogitLink":
+        return g.op("Sigmoid", raw, dtype=DOUBLE)
+    if link == "HalfLogitLink":
+        return g.op("Sigmoid", g.op("Mul", raw, g.const(np.float64(2.0), "two"), dtype=DOUBLE), dtype=DOUBLE)
+    if link == "MultinomialLogit":
+        return g.op("Softmax", raw, axis=1, dtype=DOUBLE)
+    raise ExportError(f"{type(model).__name__}: link function {link} is not supported")
+
+
+def _boosting_outputs(g: GraphBuilder, model: Any, raw: ir.Value, classifier: bool) -> ModelOutputs:
+    if not classifier:
+        y = _inverse_link(g, model, raw)
+        return ModelOutputs.regressor(g.op("Reshape", y, g.const(np.array([-1], np.int64), "flat"), dtype=DOUBLE))
+    if raw.shape is not None and raw.shape[1] == 1:
+        p = _inverse_link(g, model, raw)
+        one = g.const(np.float64(1.0), "one")
+        proba = g.op("Concat", g.op("Sub", one, p, dtype=DOUBLE), p, axis=1, dtype=DOUBLE)
+        positive = g.op("Greater", raw, g.const(np.float64(0.0), "zero"), dtype=BOOL)
+        index = g.op("Reshape", g.op("Cast", positive, to=INT64, dtype=INT64),
+                     g.const(np.array([-1], np.int64), "flat"), dtype=INT64)
+    else:
+        proba = _inverse_link(g, model, raw)
+        index = g.op("ArgMax", raw, axis=1, keepdims=0, dtype=INT64)
+    return ModelOutputs.classifier(label_from_index(g, model.classes_, index), proba, model.classes_)
+
+
+@register_model(ske.GradientBoostingClassifier, ske.GradientBoostingRegressor)
+def emit_gradient_boosting(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
+    init = model.init_
+    if not (init == "zero" or type(init).__name__ in ("DummyRegressor", "DummyClassifier")):
+        raise ExportError(f"{type(model).__name__} with init={type(init).__name__} cannot be exported",
+                          hint="use the default init (or init='zero')")
+    n_features = model.n_features_in_
+    base = np.asarray(model._raw_predict_init(np.zeros((1, n_features), np.float32)), np.float64)[0]
+    k = model.estimators_.shape[1]
+    lr = model.learning_rate
+    trees = [_sk_tree(model.estimators_[i, j].tree_, lr * model.estimators_[i, j].tree_.value[:, 0, 0], target=j)
+             for i in range(model.estimators_.shape[0]) for j in range(k)]
+    raw = tree_ensemble(g, _as_float32(g, x), trees, n_targets=k)
+    raw = g.op("Add", raw, g.const(base, "baseline"), dtype=DOUBLE)
+    raw.shape = ir.Shape(["N", k])
+    return _boosting_outputs(g, model, raw, classifier=hasattr(model, "classes_"))
+
+
+@register_model(ske.HistGradientBoostingClassifier, ske.HistGradientBoostingRegressor)
+def emit_hist_gradient_boosting(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
+    if getattr(model, "_preprocessor", None) is not None:
+        raise ExportError(f"{type(model).__name__} fitted with native categorical features cannot be exported yet",
+                          hint="encode categories before the model and fit with categorical_features=None")
+    k = model.n_trees_per_iteration_
+    trees = [_hgb_tree(pred, target=j) for iteration in model._predictors for j, pred in enumerate(iteration)]
+    raw = tree_ensemble(g, x, trees, n_targets=k)
+    raw = g.op("Add", raw, g.const(np.asarray(model._baseline_prediction, np.float64).reshape(-1), "baseline"),
+               dtype=DOUBLE)
+    raw.shape = ir.Shape(["N", k])
+    return _boosting_outputs(g, model, raw, classifier=hasattr(model, "classes_"))

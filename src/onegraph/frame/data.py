@@ -1,0 +1,146 @@
+"""The containers of rows onegraph accepts, reduced to named columns.
+
+Accepted everywhere a table is expected: a pandas DataFrame; a polars DataFrame; a pyarrow Table or
+RecordBatch; any object exposing the Arrow PyCapsule stream interface (``__arrow_c_stream__``); a dict of
+column -> values (a scalar per column means one row); a list of records (dicts). Scoring reads columns one
+by one (:func:`column_reader`) without copying the whole table; fitting works on a pandas DataFrame
+(:func:`as_pandas`), Arrow-backed where the data came from Arrow so no type is lost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from onegraph.errors import DataError, MissingColumnError
+
+ColumnGetter = Callable[[str], Any]
+
+
+def as_pandas(data: Any) -> pd.DataFrame:
+    """``data`` as a pandas DataFrame (Arrow-backed columns for Arrow / polars input).
+
+    Raises
+    ------
+    DataError
+        for a container that is not a table (a 2-D array has no column names), or ragged columns.
+    """
+    if isinstance(data, pd.DataFrame):
+        return data
+    if isinstance(data, Mapping):
+        return _dict_frame(data)
+    if isinstance(data, Sequence) and not isinstance(data, (str, bytes)) and (
+        len(data) == 0 or isinstance(data[0], Mapping)
+    ):
+        return pd.DataFrame.from_records(list(data))
+    table = _arrow_table(data)
+    if table is not None:
+        return table.to_pandas(types_mapper=pd.ArrowDtype)
+    raise DataError(
+        f"cannot read a table from {type(data).__name__}",
+        hint="give a pandas or polars DataFrame, a pyarrow Table, a dict of columns or a list of records",
+    )
+
+
+def _dict_frame(data: Mapping) -> pd.DataFrame:
+    if all(np.ndim(v) == 0 and not isinstance(v, pd.Series) for v in data.values()):
+        return pd.DataFrame({k: [v] for k, v in data.items()})
+    try:
+        return pd.DataFrame(dict(data))
+    except ValueError as exc:
+        raise DataError(f"the columns given have different lengths ({exc})",
+                        hint="give one value per row in every column") from None
+
+
+def _arrow_table(data: Any) -> Any:
+    """A pyarrow Table for Arrow-like data, else None."""
+    import pyarrow as pa
+
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    if type(data).__module__.startswith("polars"):
+        if hasattr(data, "collect") and not hasattr(data, "to_arrow"):
+            data = data.collect()
+        return data.to_arrow()
+    if hasattr(data, "__arrow_c_stream__"):
+        return pa.table(data)
+    return None
+
+
+def column_reader(data: Any) -> tuple[int, list[str], ColumnGetter]:
+    """Number of rows, column names and a getter ``name -> values`` (a 1-D array-like) for ``data``.
+
+    The getter raises :class:`MissingColumnError` for an absent column.
+    """
+    if isinstance(data, pd.DataFrame):
+        return _pandas_reader(data)
+    if isinstance(data, Mapping):
+        return _mapping_reader(data)
+    if isinstance(data, Sequence) and not isinstance(data, (str, bytes)) and (
+        len(data) == 0 or isinstance(data[0], Mapping)
+    ):
+        names: dict[str, None] = {}
+        for rec in data:
+            if not isinstance(rec, Mapping):
+                raise DataError(f"record {rec!r} is not a dict", hint="give a list of dicts, one per row")
+            names.update(dict.fromkeys(rec))
+        return _mapping_reader({k: [rec.get(k) for rec in data] for k in names})
+    table = _arrow_table(data)
+    if table is not None:
+        return _arrow_reader(table)
+    raise DataError(
+        f"cannot read a table from {type(data).__name__}",
+        hint="give a pandas or polars DataFrame, a pyarrow Table, a dict of columns or a list of records",
+    )
+
+
+def _pandas_reader(df: pd.DataFrame) -> tuple[int, list[str], ColumnGetter]:
+    columns = df.columns
+    get_array = getattr(df, "_get_column_array", None)  # avoids building a Series per column
+
+    def get(name: str) -> Any:
+        try:
+            loc = columns.get_loc(name)
+        except KeyError:
+            raise MissingColumnError(name, [str(c) for c in columns]) from None
+        if not isinstance(loc, int):
+            raise DataError(f"column {name!r} appears more than once in the data", hint="drop the duplicates")
+        return get_array(loc) if get_array is not None else df.iloc[:, loc].array
+
+    return len(df), columns, get
+
+
+def _mapping_reader(data: Mapping) -> tuple[int, list[str], ColumnGetter]:
+    lengths = {k: (1 if np.ndim(v) == 0 else len(v)) for k, v in data.items()}
+    n = max(lengths.values(), default=0)
+    for k, length in lengths.items():
+        if length != n:
+            raise DataError(f"column {k!r} has {length} values where other columns have {n}",
+                            hint="give one value per row in every column")
+
+    def get(name: str) -> Any:
+        try:
+            v = data[name]
+        except KeyError:
+            raise MissingColumnError(name, [str(c) for c in data]) from None
+        if np.ndim(v) == 0:
+            return np.asarray([v], dtype=type(v) if isinstance(v, (float, int, bool)) and v is not None else object)
+        return v
+
+    return n, list(data), get
+
+
+def _arrow_reader(table: Any) -> tuple[int, list[str], ColumnGetter]:
+    names = table.column_names
+
+    def get(name: str) -> Any:
+        if name not in names:
+            raise MissingColumnError(name, names)
+        return pd.arrays.ArrowExtensionArray(table.column(name))
+
+    return table.num_rows, names, get

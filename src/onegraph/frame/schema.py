@@ -1,0 +1,425 @@
+"""DataFrame columns <-> graph inputs: the one table that maps dtypes, and the conversion of values.
+
+Every onegraph model has one graph input per DataFrame column, named as the column, of shape ``[N]``.
+The dtype of the column decides the input's element type and how a missing value is written:
+
+=====================================================  ===========  ==========  =========================
+pandas / Arrow / polars dtype                          kind         graph type  missing value
+=====================================================  ===========  ==========  =========================
+float64, Float64, Arrow double                         float        double      NaN (pd.NA too)
+float32, float16, Float32, Arrow float / half          float        float       NaN
+int8 ... int64, uint8 ... uint64, Int*, UInt*, Arrow   int          int64       INT64_MIN
+bool (numpy; cannot hold a missing value)              bool         bool        (none: refused)
+boolean (nullable), Arrow bool, polars Boolean         bool         double      NaN (True 1.0, False 0.0)
+object / str / string[python|pyarrow] / category       string       string      ``MISSING_STRING``
+datetime64[any unit], naive or tz-aware, Arrow ts      datetime     int64       INT64_MIN (pandas' NaT)
+timedelta64, Arrow duration                            timedelta    int64       INT64_MIN
+=====================================================  ===========  ==========  =========================
+
+* datetimes are nanoseconds since 1970-01-01 UTC (a tz-aware column is converted to UTC; its zone is
+  kept in the schema so date parts can be computed in it); naive datetimes are taken as wall time, i.e. as if
+  they were UTC.
+* the missing string is ``"\\uFFFF"``, a Unicode noncharacter that never occurs in interchanged text, so a
+  missing value is never confused with the empty string ``""`` (and it survives C APIs that take
+  NUL-terminated strings).
+* object columns are typed by their values (``pandas.api.types.infer_dtype``): strings, numbers, booleans or
+  datetimes; a column that mixes them is refused with an error naming it.
+
+The schema (a list of :class:`ColumnSpec`) is stored in the model's metadata; :func:`to_feed` turns any
+column a user gives at scoring time into the array the graph input takes, or raises an error naming the
+column.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from onegraph.errors import ColumnTypeError, DataError
+
+#: How a missing string is written in a string tensor.
+MISSING_STRING = "\uffff"
+#: How a missing int64 / datetime / timedelta is written (pandas' NaT).
+NA_INT64 = int(np.iinfo(np.int64).min)
+
+KINDS = ("float", "int", "bool", "string", "datetime", "timedelta")
+_ONNX_NUMPY = {"double": np.float64, "float": np.float32, "int64": np.int64, "bool": np.bool_, "string": object}
+
+
+@dataclasses.dataclass(frozen=True)
+class ColumnSpec:
+    """How one DataFrame column is fed to the graph.
+
+    Attributes
+    ----------
+    name: the column name (also the graph input's name).
+    kind: what the values mean: ``float``, ``int``, ``bool``, ``string``, ``datetime``, ``timedelta``.
+    onnx_type: element type of the graph input: ``double``, ``float``, ``int64``, ``bool`` or ``string``.
+    source_dtype: the dtype the column had when the model was built (informative).
+    tz: IANA time zone of a tz-aware datetime column, else None.
+    """
+
+    name: str
+    kind: str
+    onnx_type: str
+    source_dtype: str = ""
+    tz: str | None = None
+
+    @property
+    def numpy_dtype(self) -> Any:
+        return _ONNX_NUMPY[self.onnx_type]
+
+    def to_dict(self) -> dict:
+        d = {"name": self.name, "kind": self.kind, "onnx_type": self.onnx_type, "source_dtype": self.source_dtype}
+        if self.tz:
+            d["tz"] = self.tz
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> ColumnSpec:
+        spec = cls(name=str(d["name"]), kind=str(d["kind"]), onnx_type=str(d["onnx_type"]),
+                   source_dtype=str(d.get("source_dtype", "")), tz=d.get("tz"))
+        if spec.kind not in KINDS or spec.onnx_type not in _ONNX_NUMPY:
+            raise DataError(f"input schema entry {d!r} has an unknown kind or type")
+        return spec
+
+
+def schema_to_json(specs: Sequence[ColumnSpec]) -> str:
+    return json.dumps([s.to_dict() for s in specs], ensure_ascii=False)
+
+
+def schema_from_json(text: str) -> list[ColumnSpec]:
+    return [ColumnSpec.from_dict(d) for d in json.loads(text)]
+
+
+# -- dtype -> spec ---------------------------------------------------------------------------------
+def spec_for(name: str, values: Any) -> ColumnSpec:
+    """The :class:`ColumnSpec` of a column (a pandas Series / array) from its dtype.
+
+    Raises
+    ------
+    ColumnTypeError
+        for an object column mixing types, or a dtype with no graph representation (complex, interval...).
+    """
+    dtype = values.dtype
+    src = str(dtype)
+    kind, onnx_type, tz = _classify(name, dtype, values)
+    return ColumnSpec(name=str(name), kind=kind, onnx_type=onnx_type, source_dtype=src, tz=tz)
+
+
+def _classify(name: str, dtype: Any, values: Any) -> tuple[str, str, str | None]:
+    if isinstance(dtype, pd.CategoricalDtype) or _is_string_dtype(dtype):
+        return "string", "string", None
+    if isinstance(dtype, pd.DatetimeTZDtype):
+        return "datetime", "int64", str(dtype.tz)
+    if isinstance(dtype, pd.ArrowDtype):
+        import pyarrow as pa
+
+        t = dtype.pyarrow_dtype
+        if pa.types.is_timestamp(t):
+            return "datetime", "int64", t.tz
+        if pa.types.is_duration(t):
+            return "timedelta", "int64", None
+        if pa.types.is_boolean(t):
+            return "bool", "double", None
+        if pa.types.is_integer(t):
+            return "int", "int64", None
+        if pa.types.is_floating(t):
+            return "float", "double" if t.bit_width == 64 else "float", None
+        if pa.types.is_dictionary(t) or pa.types.is_null(t):
+            return "string", "string", None
+        raise ColumnTypeError(name, f"Arrow type {t} has no graph representation",
+                              hint="cast it to a number, string or timestamp column")
+    if pd.api.types.is_bool_dtype(dtype):
+        return ("bool", "bool", None) if isinstance(dtype, np.dtype) else ("bool", "double", None)
+    if pd.api.types.is_integer_dtype(dtype):
+        return "int", "int64", None
+    if pd.api.types.is_float_dtype(dtype):
+        return "float", "double" if np.dtype(getattr(dtype, "numpy_dtype", dtype)).itemsize == 8 else "float", None
+    if pd.api.types.is_datetime64_dtype(dtype):
+        return "datetime", "int64", None
+    if pd.api.types.is_timedelta64_dtype(dtype):
+        return "timedelta", "int64", None
+    if dtype == object:
+        inferred = pd.api.types.infer_dtype(values, skipna=True)
+        if inferred in ("string", "empty"):
+            return "string", "string", None
+        if inferred in ("floating", "integer", "mixed-integer-float", "decimal"):
+            return "float", "double", None
+        if inferred == "boolean":
+            return "bool", "double", None
+        if inferred in ("datetime", "datetime64", "date"):
+            return "datetime", "int64", None
+        raise ColumnTypeError(name, f"object column mixes value types ({inferred})",
+                              hint="convert it with .astype(str) or pd.to_numeric before building")
+    raise ColumnTypeError(name, f"dtype {dtype} has no graph representation",
+                          hint="convert it to a number, string, bool or datetime column")
+
+
+def _is_string_dtype(dtype: Any) -> bool:
+    if isinstance(dtype, pd.StringDtype):
+        return True
+    if isinstance(dtype, pd.ArrowDtype):
+        import pyarrow as pa
+
+        t = dtype.pyarrow_dtype
+        return pa.types.is_string(t) or pa.types.is_large_string(t) or getattr(pa.types, "is_string_view", lambda _: False)(t)
+    return False
+
+
+# -- values -> feed -------------------------------------------------------------------------------
+def to_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
+    """Convert one column's values into the 1-D array the graph input ``spec.name`` takes.
+
+    ``values`` may be a numpy array, a pandas array or Series of any dtype, or a list. A column whose
+    values are all missing is accepted whatever its dtype (pandas reads such a column as float64).
+
+    Raises
+    ------
+    ColumnTypeError
+        when a value cannot be represented: text in a numeric column, a fraction in an integer column,
+        a missing value in a ``bool`` column, a non-text value in a string column, an unparseable date.
+    """
+    if isinstance(values, pd.Series):
+        values = values.array
+    elif not hasattr(values, "dtype"):
+        values = _from_list(values)
+    elif getattr(values, "ndim", 1) != 1:
+        values = np.asarray(values)
+        if values.ndim != 1:
+            raise ColumnTypeError(spec.name, f"expected one value per row, got an array of shape {values.shape}")
+    fn = _CONVERTERS[spec.kind]
+    try:
+        return fn(spec, values)
+    except ColumnTypeError:
+        raise
+    except (TypeError, ValueError, OverflowError, ArithmeticError) as exc:
+        if _all_missing(values):
+            return _all_missing_feed(spec, len(values))
+        raise ColumnTypeError(spec.name, f"cannot convert {_dtype_name(values)} values to {spec.kind}: {exc}",
+                              hint=_hint(spec)) from None
+
+
+def _from_list(values: Any) -> Any:
+    arr = np.asarray(values if isinstance(values, (list, tuple)) else list(values), dtype=object)
+    if arr.ndim != 1:
+        arr = np.asarray(list(values) + [None], dtype=object)[:-1]
+    return arr
+
+
+def _dtype_name(values: Any) -> str:
+    return str(getattr(values, "dtype", type(values).__name__))
+
+
+def _hint(spec: ColumnSpec) -> str:
+    return {
+        "float": "give numbers (missing as NaN or None)",
+        "int": "give whole numbers (missing as None / pd.NA)",
+        "bool": "give True/False",
+        "string": "give text (missing as None / NaN / pd.NA); convert numbers with .astype(str)",
+        "datetime": "give datetime64 values or ISO-8601 strings (missing as NaT / None)",
+        "timedelta": "give timedelta64 values (missing as NaT / None)",
+    }[spec.kind]
+
+
+def _all_missing(values: Any) -> bool:
+    try:
+        return len(values) > 0 and bool(pd.isna(values).all())
+    except (TypeError, ValueError):
+        return False
+
+
+def _all_missing_feed(spec: ColumnSpec, n: int) -> np.ndarray:
+    if spec.kind == "string":
+        return np.full(n, MISSING_STRING, dtype=object)
+    if spec.onnx_type == "int64":
+        return np.full(n, NA_INT64, dtype=np.int64)
+    if spec.onnx_type == "bool":
+        raise ColumnTypeError(spec.name, "missing values in a bool column", hint="fill them, or build the model "
+                              "from a nullable 'boolean' column so it accepts missing values")
+    return np.full(n, np.nan, dtype=spec.numpy_dtype)
+
+
+def _float_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
+    target = spec.numpy_dtype
+    if isinstance(values, np.ndarray):
+        if values.dtype.kind in "fiub":
+            return values.astype(target, copy=False)
+        if values.dtype.kind == "O":
+            return _object_to_float(spec, values).astype(target, copy=False)
+        raise ColumnTypeError(spec.name, f"{values.dtype} values in a numeric column", hint=_hint(spec))
+    if _is_string_dtype(values.dtype) or isinstance(values.dtype, pd.CategoricalDtype):
+        if _all_missing(values):
+            return _all_missing_feed(spec, len(values))
+        raise ColumnTypeError(spec.name, f"text ({values.dtype}) in a numeric column", hint=_hint(spec))
+    if pd.api.types.is_datetime64_any_dtype(values.dtype) or pd.api.types.is_timedelta64_dtype(values.dtype):
+        raise ColumnTypeError(spec.name, f"{values.dtype} values in a numeric column", hint=_hint(spec))
+    return values.to_numpy(dtype=target, na_value=np.nan)
+
+
+def _object_to_float(spec: ColumnSpec, values: np.ndarray) -> np.ndarray:
+    try:
+        return pd.to_numeric(pd.Series(values, copy=False), errors="raise").to_numpy(dtype=np.float64, na_value=np.nan)
+    except (ValueError, TypeError):
+        bad = _first_bad(values, lambda v: isinstance(v, (int, float, np.number, bool, np.bool_)))
+        raise ColumnTypeError(spec.name, f"value {bad!r} is not a number", hint=_hint(spec)) from None
+
+
+def _first_bad(values: np.ndarray, ok) -> Any:
+    missing = pd.isna(values)
+    for v, m in zip(values, missing):
+        if not m and not ok(v):
+            return v
+    return None
+
+
+def _int_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
+    if isinstance(values, np.ndarray):
+        if values.dtype.kind in "iub":
+            if values.dtype == np.uint64 and values.size and values.max() > np.iinfo(np.int64).max:
+                raise ColumnTypeError(spec.name, "value above the int64 range", hint=_hint(spec))
+            return values.astype(np.int64, copy=False)
+        if values.dtype.kind == "O":
+            values = _object_to_float(spec, values)
+        if values.dtype.kind == "f":
+            return _float_to_int(spec, values)
+        raise ColumnTypeError(spec.name, f"{values.dtype} values in an integer column", hint=_hint(spec))
+    if pd.api.types.is_integer_dtype(values.dtype) or pd.api.types.is_bool_dtype(values.dtype):
+        return values.to_numpy(dtype=np.int64, na_value=NA_INT64)
+    if pd.api.types.is_float_dtype(values.dtype):
+        return _float_to_int(spec, values.to_numpy(dtype=np.float64, na_value=np.nan))
+    return _int_feed(spec, _float_feed(spec, values))
+
+
+def _float_to_int(spec: ColumnSpec, values: np.ndarray) -> np.ndarray:
+    missing = np.isnan(values)
+    finite = values[~missing]
+    if finite.size and (not np.all(np.isfinite(finite)) or np.any(finite != np.round(finite))):
+        bad = finite[(~np.isfinite(finite)) | (finite != np.round(finite))][0]
+        raise ColumnTypeError(spec.name, f"value {bad!r} is not a whole number", hint=_hint(spec))
+    out = np.where(missing, 0, values).astype(np.int64)
+    out[missing] = NA_INT64
+    return out
+
+
+def _bool_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
+    if spec.onnx_type == "double":
+        if isinstance(values, np.ndarray) and values.dtype.kind == "O":
+            bad = _first_bad(values, lambda v: isinstance(v, (bool, np.bool_, int, np.integer)) and v in (0, 1))
+            if bad is not None:
+                raise ColumnTypeError(spec.name, f"value {bad!r} is not a boolean", hint=_hint(spec))
+        return _float_feed(spec, values)
+    if isinstance(values, np.ndarray) and values.dtype == np.bool_:
+        return values
+    if pd.isna(values).any():
+        return _all_missing_feed(spec, 0)  # raises: a bool input holds no missing value
+    if isinstance(values, np.ndarray) and values.dtype.kind == "O":
+        bad = _first_bad(values, lambda v: isinstance(v, (bool, np.bool_)))
+        if bad is not None:
+            raise ColumnTypeError(spec.name, f"value {bad!r} is not a boolean", hint=_hint(spec))
+    if isinstance(values, np.ndarray) and values.dtype.kind in "iuf":
+        if not np.isin(values, (0, 1)).all():
+            raise ColumnTypeError(spec.name, "numbers other than 0/1 in a boolean column", hint=_hint(spec))
+    return np.asarray(values, dtype=np.bool_)
+
+
+def _string_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
+    dtype = values.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        cats = np.asarray([str(c) for c in dtype.categories] + [MISSING_STRING], dtype=object)
+        return cats[np.asarray(values.codes)]
+    if isinstance(values, np.ndarray):
+        if dtype.kind == "O":
+            missing = pd.isna(values)
+            if missing.any():
+                values = values.copy()
+                values[missing] = MISSING_STRING
+            bad = _first_bad(values, lambda v: isinstance(v, str))
+            if bad is not None:
+                raise ColumnTypeError(spec.name, f"value {bad!r} ({type(bad).__name__}) is not text",
+                                      hint=_hint(spec))
+            return values
+        if dtype.kind in "US":
+            return values.astype(object)
+        if _all_missing(values):
+            return _all_missing_feed(spec, len(values))
+        raise ColumnTypeError(spec.name, f"{dtype} values in a text column", hint=_hint(spec))
+    if _is_string_dtype(dtype):
+        pa_array = getattr(values, "_pa_array", None)
+        if pa_array is not None and len(values) <= 8:
+            return np.asarray([MISSING_STRING if v is None else v for v in pa_array.to_pylist()], dtype=object)
+        return values.to_numpy(dtype=object, na_value=MISSING_STRING)
+    if _all_missing(values):
+        return _all_missing_feed(spec, len(values))
+    if isinstance(dtype, pd.ArrowDtype):
+        import pyarrow as pa
+
+        if pa.types.is_dictionary(dtype.pyarrow_dtype):
+            return _string_feed(spec, values.astype(pd.ArrowDtype(dtype.pyarrow_dtype.value_type)))
+    raise ColumnTypeError(spec.name, f"{dtype} values in a text column", hint=_hint(spec))
+
+
+def _datetime_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
+    dtype = values.dtype
+    if isinstance(values, np.ndarray) and dtype.kind == "M":
+        return values.astype("datetime64[ns]").view(np.int64)
+    if isinstance(values, np.ndarray) and dtype.kind in "OUS" or _is_string_dtype(dtype):
+        values = _parse_datetimes(spec, values)
+        dtype = values.dtype
+    if isinstance(dtype, pd.ArrowDtype):
+        tz = getattr(dtype.pyarrow_dtype, "tz", None)
+        values = pd.Series(values, copy=False).astype(f"datetime64[ns, {tz}]" if tz else "datetime64[ns]").array
+        dtype = values.dtype
+    if isinstance(dtype, pd.DatetimeTZDtype):
+        return values.as_unit("ns").asi8.copy()
+    if pd.api.types.is_datetime64_dtype(dtype):
+        if spec.tz:
+            values = _localize(spec, values)
+            return values.as_unit("ns").asi8.copy()
+        return np.asarray(values).astype("datetime64[ns]").view(np.int64)
+    if _all_missing(values):
+        return _all_missing_feed(spec, len(values))
+    raise ColumnTypeError(spec.name, f"{dtype} values in a datetime column", hint=_hint(spec))
+
+
+def _parse_datetimes(spec: ColumnSpec, values: Any) -> Any:
+    try:
+        parsed = pd.to_datetime(pd.Series(values, copy=False), format="ISO8601", utc=spec.tz is not None)
+    except (ValueError, TypeError) as exc:
+        raise ColumnTypeError(spec.name, f"cannot parse dates: {exc}", hint=_hint(spec)) from None
+    if spec.tz:
+        parsed = parsed.dt.tz_convert(spec.tz)
+    return parsed.array
+
+
+def _localize(spec: ColumnSpec, values: Any) -> Any:
+    try:
+        return pd.Series(values).dt.tz_localize(spec.tz).array
+    except Exception as exc:  # pytz / zoneinfo raise several types for DST gaps and overlaps
+        raise ColumnTypeError(spec.name, f"naive datetimes cannot be placed in time zone {spec.tz}: {exc}",
+                              hint="give tz-aware datetimes") from None
+
+
+def _timedelta_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
+    if isinstance(values.dtype, pd.ArrowDtype):
+        values = pd.Series(values).astype("timedelta64[ns]").array
+    if pd.api.types.is_timedelta64_dtype(values.dtype):
+        return np.asarray(values).astype("timedelta64[ns]").view(np.int64)
+    if _all_missing(values):
+        return _all_missing_feed(spec, len(values))
+    raise ColumnTypeError(spec.name, f"{values.dtype} values in a timedelta column", hint=_hint(spec))
+
+
+_CONVERTERS = {
+    "float": _float_feed,
+    "int": _int_feed,
+    "bool": _bool_feed,
+    "string": _string_feed,
+    "datetime": _datetime_feed,
+    "timedelta": _timedelta_feed,
+}

@@ -1,0 +1,30 @@
+"""onegraph's DataFrame transformers, grouped by the kind of column they work on."""
+
+from onegraph.frame.transformers.base import FrameTransformer
+from onegraph.frame.transformers.categorical import OneHotEncoder, OrdinalEncoder
+from onegraph.frame.transformers.numeric import (
+    Clip,
+    LogTransformer,
+    MaxAbsScaler,
+    MinMaxScaler,
+    PowerTransformer,
+    RobustScaler,
+    SimpleImputer,
+    StandardScaler,
+)
+from onegraph.frame.transformers.select import ColumnSelector
+
+__all__ = [
+    "FrameTransformer",
+    "SimpleImputer",
+    "StandardScaler",
+    "MinMaxScaler",
+    "RobustScaler",
+    "MaxAbsScaler",
+    "PowerTransformer",
+    "Clip",
+    "LogTransformer",
+    "OneHotEncoder",
+    "OrdinalEncoder",
+    "ColumnSelector",
+]

@@ -1,0 +1,61 @@
+"""Column selection by name or by kind."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pandas as pd
+
+from onegraph.emit import Col, GraphBuilder
+from onegraph.errors import MissingColumnError
+from onegraph.frame.transformers.base import FrameTransformer
+
+
+class ColumnSelector(FrameTransformer):
+    """Keep some columns, in the order given, unchanged.
+
+    Parameters
+    ----------
+    columns:
+        Names to keep (in this order). None: every column that passes the other filters.
+    kinds:
+        Keep only columns of these kinds (``"float"``, ``"int"``, ``"bool"``, ``"string"``, ``"datetime"``,
+        ``"timedelta"``; ``"number"`` means the first three).
+    pattern:
+        Keep only columns whose name matches this regular expression (``re.search``).
+
+    Raises :class:`~onegraph.errors.MissingColumnError` in fit when a named column is absent.
+    """
+
+    def __init__(self, columns: list[str] | None = None, *, kinds: list[str] | None = None,
+                 pattern: str | None = None) -> None:
+        self.columns = columns
+        self.kinds = kinds
+        self.pattern = pattern
+
+    def _fit(self, frame: pd.DataFrame, y: Any) -> None:
+        names = list(self.feature_names_in_)
+        if self.columns is not None:
+            for c in self.columns:
+                if c not in names:
+                    raise MissingColumnError(c, names)
+            names = list(self.columns)
+        kinds = None if self.kinds is None else set(self.kinds)
+        if kinds is not None and "number" in kinds:
+            kinds |= {"float", "int", "bool"}
+        self.selected_ = [
+            n for n in names
+            if (kinds is None or self._spec(n).kind in kinds)
+            and (self.pattern is None or re.search(self.pattern, n))
+        ]
+
+    def _transform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        return frame[self.selected_].copy()
+
+    def _names_out(self) -> list[str]:
+        return list(self.selected_)
+
+    def emit(self, g: GraphBuilder, cols: list[Col]) -> list[Col]:
+        by_name = {c.name: c for c in cols}
+        return [by_name[n] for n in self.selected_]

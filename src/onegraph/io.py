@@ -1,0 +1,154 @@
+"""Files: atomic writes, reading models and tables, with errors that name the file.
+
+Every file onegraph writes goes to a temporary file in the target folder first and is renamed into place,
+so a crash or a full disk never leaves a half-written model or table behind, and an existing file is
+replaced only by a complete one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import onnx
+import pandas as pd
+
+from onegraph.errors import DataError, ModelFileError, OnegraphError
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; on success rename it to ``path`` (atomic on POSIX)."""
+    target = Path(path)
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise OnegraphError(f"cannot write {target}: folder {folder} does not exist",
+                            hint="create the folder first")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, target)
+    finally:
+        if tmp_path.exists():
+            tmp_path.unlink()
+
+
+def write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically."""
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+
+
+def save_model(model: onnx.ModelProto, path: str | os.PathLike) -> None:
+    """Save ``model`` to ``path`` atomically (a single file, no external data)."""
+    write_bytes(path, model.SerializeToString())
+
+
+def model_bytes(model: Any) -> bytes:
+    """The serialized bytes of a model given as a path, bytes, ``onnx.ModelProto`` or ``onnx_ir.Model``.
+
+    Raises
+    ------
+    ModelFileError
+        for a missing or unreadable file, or an object that is not a model.
+    """
+    if isinstance(model, (bytes, bytearray, memoryview)):
+        return bytes(model)
+    if isinstance(model, onnx.ModelProto):
+        return model.SerializeToString()
+    if isinstance(model, (str, os.PathLike)):
+        p = Path(model)
+        try:
+            return p.read_bytes()
+        except FileNotFoundError:
+            raise ModelFileError(f"model file {p} does not exist", hint="check the path") from None
+        except IsADirectoryError:
+            raise ModelFileError(f"{p} is a folder, not a model file", hint="give the path of a .onnx file") from None
+        except OSError as exc:
+            raise ModelFileError(f"cannot read model file {p}: {exc.strerror}") from None
+    if type(model).__module__.startswith("onnx_ir"):
+        import onnx_ir as ir
+
+        return ir.to_proto(model).SerializeToString()
+    raise ModelFileError(f"cannot use a {type(model).__name__} as a model",
+                         hint="give a path to a .onnx file, its bytes, or an onnx.ModelProto")
+
+
+def load_model(model: Any) -> onnx.ModelProto:
+    """Parse a model (path, bytes, ModelProto) into an ``onnx.ModelProto``; errors name the file."""
+    if isinstance(model, onnx.ModelProto):
+        return model
+    data = model_bytes(model)
+    proto = onnx.ModelProto()
+    try:
+        proto.ParseFromString(data)
+    except Exception as exc:  # protobuf's DecodeError, or RuntimeError from upb
+        raise ModelFileError(f"{_label(model)} is not a valid ONNX model ({type(exc).__name__})",
+                             hint="check that the file is a complete .onnx file") from None
+    if not proto.HasField("graph"):
+        raise ModelFileError(f"{_label(model)} holds no graph; it is not an ONNX model",
+                             hint="check that the file is a complete .onnx file")
+    return proto
+
+
+def _label(model: Any) -> str:
+    return f"model file {model}" if isinstance(model, (str, os.PathLike)) else "the model bytes"
+
+
+# -- tables ---------------------------------------------------------------------------------------
+def read_table(path: str | os.PathLike, *, dtypes: dict[str, str] | None = None) -> pd.DataFrame:
+    """Read a CSV or Parquet file into a DataFrame.
+
+    ``dtypes`` (column -> kind from the model's input schema) makes CSV columns read as the model takes
+    them: text columns stay text even when every value looks like a number, datetime columns are parsed.
+
+    Raises
+    ------
+    DataError
+        for a missing, empty or unparseable file, or an unknown extension.
+    """
+    p = Path(path)
+    if not p.exists():
+        raise DataError(f"data file {p} does not exist", hint="check the path")
+    suffix = p.suffix.lower()
+    try:
+        if suffix in (".parquet", ".pq"):
+            return pd.read_parquet(p)
+        if suffix in (".csv", ".txt", ".tsv"):
+            return _read_csv(p, dtypes or {}, sep="\t" if suffix == ".tsv" else ",")
+    except OnegraphError:
+        raise
+    except Exception as exc:  # pandas / pyarrow raise many types for malformed files
+        raise DataError(f"cannot read data file {p}: {exc}", hint="check that it is a valid CSV or Parquet file") from None
+    raise DataError(f"data file {p}: unknown format {suffix or '(no extension)'}", hint="use a .csv or .parquet file")
+
+
+def _read_csv(p: Path, kinds: dict[str, str], sep: str) -> pd.DataFrame:
+    header = pd.read_csv(p, nrows=0, sep=sep).columns
+    dtype = {c: "str" for c in header if kinds.get(str(c)) == "string"}
+    parse = [c for c in header if kinds.get(str(c)) == "datetime"]
+    frame = pd.read_csv(p, sep=sep, dtype=dtype or None)
+    for c in parse:
+        frame[c] = pd.to_datetime(frame[c], format="ISO8601", errors="raise")
+    if frame.shape[1] == 0:
+        raise DataError(f"data file {p} has no columns")
+    return frame
+
+
+def write_table(frame: pd.DataFrame, path: str | os.PathLike) -> None:
+    """Write ``frame`` to CSV or Parquet (by extension), atomically."""
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix not in (".csv", ".parquet", ".pq"):
+        raise DataError(f"output {p}: unknown format {suffix or '(no extension)'}", hint="use .csv or .parquet")
+    with atomic_path(p) as tmp:
+        if suffix == ".csv":
+            frame.to_csv(tmp, index=False)
+        else:
+            frame.to_parquet(tmp, index=False)

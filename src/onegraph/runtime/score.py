@@ -1,0 +1,76 @@
+"""``onegraph.score``: outputs of a model for a table, with one cached session per model."""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from typing import Any
+
+import onnx
+import pandas as pd
+
+from onegraph.runtime.session import Session
+
+_CACHE: OrderedDict[tuple, Session] = OrderedDict()
+_CACHE_SIZE = 8
+
+
+def _key(model: Any) -> tuple:
+    if isinstance(model, (str, os.PathLike)):
+        path = os.path.realpath(model)
+        try:
+            st = os.stat(path)
+        except OSError:
+            return ("path", path)  # Session() reports the missing file
+        return ("path", path, st.st_mtime_ns, st.st_size)
+    if isinstance(model, onnx.ModelProto):
+        # keyed by identity and size: a ModelProto edited after scoring gets a new session
+        return ("proto", id(model), model.ByteSize())
+    if isinstance(model, (bytes, bytearray)):
+        return ("bytes", id(model), len(model))
+    return ("object", id(model))
+
+
+def session(model: Any) -> Session:
+    """The cached :class:`Session` for ``model`` (a path, bytes or ``onnx.ModelProto``)."""
+    key = _key(model)
+    sess = _CACHE.get(key)
+    if sess is None:
+        sess = Session(model)
+        _CACHE[key] = sess
+        sess._owner = model  # keeps the object alive so its id is not reused while cached
+        while len(_CACHE) > _CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    else:
+        _CACHE.move_to_end(key)
+    return sess
+
+
+def score(model: Any, data: Any) -> pd.DataFrame:
+    """Score ``data`` with ``model``; a DataFrame of the model's outputs, one row per input row.
+
+    Parameters
+    ----------
+    model:
+        Path to a ``.onnx`` file, its bytes, or an ``onnx.ModelProto`` (a model built by onegraph carries its
+        input schema; other models are fed by their input names and types).
+    data:
+        A pandas or polars DataFrame, a pyarrow Table, any object with ``__arrow_c_stream__``, a dict of
+        column -> values (scalars mean one row) or a list of records. Extra columns are ignored.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``label`` and ``probabilities_<class>`` columns for a classifier, ``prediction`` for a regressor,
+        the transformed columns for a preprocessing-only model. The index is the input's (pandas).
+
+    Raises
+    ------
+    MissingColumnError, ColumnTypeError
+        for a column that is absent or holds values the model cannot take (naming it).
+    UnknownCategoryError
+        for categories never seen in fit where the encoder was set to refuse them.
+    ModelFileError, RuntimeFailure
+        for a model that cannot be read or run.
+    """
+    return session(model).score(data)

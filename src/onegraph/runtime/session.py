@@ -1,0 +1,193 @@
+"""One onnxruntime session per model, fed straight from DataFrames.
+
+A :class:`Session` reads the input schema stored in the model (see :mod:`onegraph.frame.schema`) once,
+then turns each table it is given into feeds column by column (no copy of the whole table, no pandas
+indexing per row), runs onnxruntime in batches and returns the outputs as a DataFrame whose index is the
+input's. Rows a step refuses (a category never seen in fit, with ``handle_unknown="error"``) raise
+:class:`~onegraph.errors.UnknownCategoryError` naming the column, the values and the rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import onnxruntime as ort
+import pandas as pd
+
+from onegraph.errors import DataError, ModelFileError, RuntimeFailure, UnknownCategoryError
+from onegraph.frame.data import column_reader
+from onegraph.frame.schema import MISSING_STRING, NA_INT64, ColumnSpec, to_feed
+from onegraph.io import model_bytes
+from onegraph.meta import schema as meta
+
+_ORT_KINDS = {
+    "tensor(double)": ("float", "double"), "tensor(float)": ("float", "float"), "tensor(int64)": ("int", "int64"),
+    "tensor(bool)": ("bool", "bool"), "tensor(string)": ("string", "string"),
+}
+
+
+class Session:
+    """A model ready to score tables.
+
+    Parameters
+    ----------
+    model:
+        Path to a ``.onnx`` file, its bytes, or an ``onnx.ModelProto``.
+    threads:
+        onnxruntime intra-op threads (None: onnxruntime's default, all cores).
+    batch_size:
+        Rows per onnxruntime call; larger tables are scored in batches of this size.
+
+    Raises
+    ------
+    ModelFileError
+        when the model cannot be read or onnxruntime cannot open it.
+    """
+
+    def __init__(self, model: Any, *, threads: int | None = None, batch_size: int = 65536) -> None:
+        data = model_bytes(model)
+        options = ort.SessionOptions()
+        options.log_severity_level = 3
+        if threads is not None:
+            options.intra_op_num_threads = threads
+        try:
+            self._session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+        except Exception as exc:  # onnxruntime raises its own Fail / InvalidGraph / InvalidArgument types
+            raise ModelFileError(f"onnxruntime cannot open the model: {str(exc).strip()[:500]}",
+                                 hint="check it with `onegraph check`") from None
+        self.batch_size = int(batch_size)
+        fields, _ = meta.decode(self._session.get_modelmeta().custom_metadata_map)
+        ort_inputs = self._session.get_inputs()
+        if "inputs" in fields:
+            self.inputs = [ColumnSpec.from_dict(d) for d in fields["inputs"]]
+        else:
+            self.inputs = [_spec_from_ort(i) for i in ort_inputs]
+        self._ranks = {i.name: len(i.shape) for i in ort_inputs}
+        ort_outputs = [o.name for o in self._session.get_outputs()]
+        self.outputs = fields.get("outputs") or [{"name": n, "column": n, "role": "output"} for n in ort_outputs]
+        self._output_names = [o["name"] for o in self.outputs]
+        missing = set(self._output_names) - set(ort_outputs)
+        if missing:
+            raise ModelFileError(f"the model's metadata names outputs it does not have: {sorted(missing)}")
+        self._checks = [(i, o) for i, o in enumerate(self.outputs) if o.get("role") == "check"]
+        self._run = self._session._sess.run  # the binding, without the wrapper's per-call validation
+        self._run_options = ort.RunOptions()
+
+    @property
+    def input_names(self) -> list[str]:
+        return [s.name for s in self.inputs]
+
+    # -- feeds ------------------------------------------------------------------------------------
+    def feeds(self, data: Any) -> tuple[int, dict[str, np.ndarray]]:
+        """Number of rows and the onnxruntime feeds for ``data`` (any table onegraph reads).
+
+        Raises :class:`~onegraph.errors.MissingColumnError` / :class:`~onegraph.errors.ColumnTypeError`
+        naming the column at fault.
+        """
+        n, _, get = column_reader(data)
+        feeds = {}
+        for spec in self.inputs:
+            arr = to_feed(spec, get(spec.name))
+            if len(arr) != n:
+                raise DataError(f"column {spec.name!r} has {len(arr)} values for {n} rows")
+            feeds[spec.name] = arr.reshape(-1, 1) if self._ranks.get(spec.name) == 2 else arr
+        return n, feeds
+
+    # -- running ----------------------------------------------------------------------------------
+    def run(self, data: Any) -> dict[str, np.ndarray]:
+        """Outputs for ``data`` as arrays keyed by output name (rows refused by a check raise)."""
+        n, feeds = self.feeds(data)
+        if n == 0:
+            return self._empty_outputs()
+        if n <= self.batch_size:
+            results = self._call(feeds)
+        else:
+            parts = [self._call({k: v[i:i + self.batch_size] for k, v in feeds.items()})
+                     for i in range(0, n, self.batch_size)]
+            results = [np.concatenate([p[j] for p in parts]) for j in range(len(self._output_names))]
+        if self._checks:
+            self._raise_checks(results, data)
+        return dict(zip(self._output_names, results))
+
+    def _call(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        try:
+            return self._run(self._output_names, feeds, self._run_options)
+        except Exception as exc:  # onnxruntime's own exception types
+            raise RuntimeFailure(f"onnxruntime failed: {str(exc).strip()[:500]}") from None
+
+    def _raise_checks(self, results: list[np.ndarray], data: Any) -> None:
+        for i, out in self._checks:
+            flags = np.asarray(results[i]).reshape(-1)
+            if flags.any():
+                rows = np.flatnonzero(flags).tolist()
+                column = out["column"]
+                values: list = []
+                try:
+                    _, _, get = column_reader(data)
+                    col = np.asarray(get(column), dtype=object)
+                    values = list(dict.fromkeys(col[rows[:50]].tolist()))
+                except Exception:  # the refused column may be internal: name rows only
+                    values = []
+                raise UnknownCategoryError(column, values, rows)
+
+    def _empty_outputs(self) -> dict[str, np.ndarray]:
+        out = {}
+        for o in self._session.get_outputs():
+            dtype = {"tensor(string)": object, "tensor(int64)": np.int64, "tensor(bool)": bool,
+                     "tensor(float)": np.float32}.get(o.type, np.float64)
+            width = o.shape[1] if len(o.shape) == 2 and isinstance(o.shape[1], int) else None
+            out[o.name] = np.empty((0, width) if width else (0,), dtype=dtype)
+        return {k: out[k] for k in self._output_names}
+
+    def score(self, data: Any) -> pd.DataFrame:
+        """Outputs for ``data`` as a DataFrame (index: the input's when it is a pandas DataFrame).
+
+        Columns: ``label``; ``probabilities_<class>`` per class; ``prediction``; for a preprocessing-only
+        model, the transformed columns (missing text as None, datetimes back as ``datetime64[ns]``).
+        """
+        results = self.run(data)
+        columns: dict[str, Any] = {}
+        for out in self.outputs:
+            if out.get("role") == "check":
+                continue
+            value = results[out["name"]]
+            name = out.get("column", out["name"])
+            if value.ndim == 2 and value.shape[1] == 1 and out.get("role") != "probabilities":
+                value = value[:, 0]
+            if value.ndim == 2:
+                labels = out.get("classes") or range(value.shape[1])
+                for j, label in enumerate(labels):
+                    columns[f"{name}_{label}"] = value[:, j]
+            else:
+                columns[name] = _column(value, out.get("kind"))
+        index = data.index if isinstance(data, pd.DataFrame) else None
+        return pd.DataFrame(columns, index=index, copy=False)
+
+
+def _column(value: np.ndarray, kind: str | None) -> Any:
+    """An output array as a DataFrame column, missing values written the pandas way."""
+    if value.dtype == object:
+        missing = value == MISSING_STRING
+        if missing.any():
+            value = value.copy()
+            value[missing] = None
+        return value
+    if kind == "datetime":
+        return pd.to_datetime(value, unit="ns")
+    if kind == "timedelta":
+        return pd.to_timedelta(value, unit="ns")
+    if kind == "int" and value.dtype == np.int64 and (value == NA_INT64).any():
+        arr = pd.array(value, dtype="Int64")
+        arr[value == NA_INT64] = pd.NA
+        return arr
+    return value
+
+
+def _spec_from_ort(arg: Any) -> ColumnSpec:
+    if arg.type not in _ORT_KINDS or len(arg.shape) not in (1, 2):
+        raise ModelFileError(f"input {arg.name!r} ({arg.type}, shape {arg.shape}) is not a table column",
+                             hint="score models whose inputs are one column each, or use onnxruntime directly")
+    kind, onnx_type = _ORT_KINDS[arg.type]
+    return ColumnSpec(arg.name, kind, onnx_type, source_dtype=arg.type)
+
