@@ -74,6 +74,9 @@ class Col:
     value: ir.Value
     dtype: ir.DataType
     index: int | None = None
+    #: for a text column filled by an imputer: (the column before filling, the fill value), so a lookup
+    #: downstream can read the unfilled column and map the missing marker itself (one node less each)
+    filled_from: tuple[Col, str] | None = None
 
     def renamed(self, name: str) -> Col:
         return dataclasses.replace(self, name=name)
@@ -251,6 +254,8 @@ class GraphBuilder:
             and _width(first.value) == len(cols)
         ):
             return first.value
+        if len(cols) >= 3 and all(c.index is None for c in cols):
+            return self._stack_vectors([c.value for c in cols], cols[0].dtype)
         pieces: list[ir.Value] = []
         i = 0
         while i < len(cols):
@@ -275,6 +280,12 @@ class GraphBuilder:
         if len(pieces) == 1:
             return pieces[0]
         return self.op("Concat", *pieces, axis=1, dtype=pieces[0].dtype)
+
+    def _stack_vectors(self, values: list[ir.Value], dtype: ir.DataType) -> ir.Value:
+        """``k`` 1-D values -> ``[N, k]`` in three nodes (concatenate, reshape to ``[k, N]``, transpose)."""
+        flat = self.op("Concat", *values, axis=0, dtype=dtype)
+        rows = self.op("Reshape", flat, self.const(np.array([len(values), -1], np.int64), "shape"), dtype=dtype)
+        return self.op("Transpose", rows, perm=[1, 0], dtype=dtype)
 
     def block(self, value: ir.Value, names: Sequence[str], kind: str, dtype: ir.DataType) -> list[Col]:
         """Columns for a 2-D block ``value`` ``[N, len(names)]``."""

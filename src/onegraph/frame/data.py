@@ -107,7 +107,7 @@ def _pandas_reader(df: pd.DataFrame) -> tuple[int, list[str], ColumnGetter]:
         try:
             loc = columns.get_loc(name)
         except KeyError:
-            raise MissingColumnError(name, [str(c) for c in columns]) from None
+            loc = _str_loc(columns, name)
         if not isinstance(loc, int):
             raise DataError(f"column {name!r} appears more than once in the data", hint="drop the duplicates")
         return get_array(loc) if get_array is not None else df.iloc[:, loc].array
@@ -115,8 +115,23 @@ def _pandas_reader(df: pd.DataFrame) -> tuple[int, list[str], ColumnGetter]:
     return len(df), columns, get
 
 
+_SCALARS = (str, bytes, int, float, bool, type(None), np.generic)
+
+
+def _is_scalar(v: Any) -> bool:
+    return isinstance(v, _SCALARS) or v is pd.NA or v is pd.NaT or np.ndim(v) == 0
+
+
+def _str_loc(columns: pd.Index, name: str) -> Any:
+    """Position of the column whose ``str()`` is ``name`` (columns named by ints, say)."""
+    matches = [i for i, c in enumerate(columns) if str(c) == name]
+    if not matches:
+        raise MissingColumnError(name, [str(c) for c in columns])
+    return matches[0] if len(matches) == 1 else slice(None)
+
+
 def _mapping_reader(data: Mapping) -> tuple[int, list[str], ColumnGetter]:
-    lengths = {k: (1 if np.ndim(v) == 0 else len(v)) for k, v in data.items()}
+    lengths = {k: (1 if _is_scalar(v) else len(v)) for k, v in data.items()}
     n = max(lengths.values(), default=0)
     for k, length in lengths.items():
         if length != n:
@@ -128,8 +143,17 @@ def _mapping_reader(data: Mapping) -> tuple[int, list[str], ColumnGetter]:
             v = data[name]
         except KeyError:
             raise MissingColumnError(name, [str(c) for c in data]) from None
-        if np.ndim(v) == 0:
-            return np.asarray([v], dtype=type(v) if isinstance(v, (float, int, bool)) and v is not None else object)
+        if _is_scalar(v):
+            t = type(v)
+            if t is float or t is bool:
+                return np.array([v])
+            if t is int:
+                return np.array([v], dtype=np.int64) if -2**63 <= v < 2**63 else np.array([v], dtype=object)
+            if isinstance(v, np.generic):
+                return np.array([v])
+            out = np.empty(1, dtype=object)
+            out[0] = v
+            return out
         return v
 
     return n, list(data), get

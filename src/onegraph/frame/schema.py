@@ -185,6 +185,9 @@ def to_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
         when a value cannot be represented: text in a numeric column, a fraction in an integer column,
         a missing value in a ``bool`` column, a non-text value in a string column, an unparseable date.
     """
+    fast = _fast_feed(spec, values)
+    if fast is not None:
+        return fast
     if isinstance(values, pd.Series):
         values = values.array
     elif not hasattr(values, "dtype"):
@@ -203,6 +206,79 @@ def to_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
             return _all_missing_feed(spec, len(values))
         raise ColumnTypeError(spec.name, f"cannot convert {_dtype_name(values)} values to {spec.kind}: {exc}",
                               hint=_hint(spec)) from None
+
+
+_EXACT = {"double": np.dtype(np.float64), "float": np.dtype(np.float32), "int64": np.dtype(np.int64),
+          "bool": np.dtype(np.bool_)}
+
+
+def _fast_feed(spec: ColumnSpec, values: Any) -> np.ndarray | None:
+    """The common cases of scoring, without dispatch: a 1-D array already of the input's type, or a
+    few values of text (single-row scoring). None when the general path is needed."""
+    t = type(values)
+    if t is np.ndarray:
+        if values.ndim != 1:
+            return None
+        exact = _EXACT.get(spec.onnx_type)
+        if exact is not None:
+            return values if values.dtype == exact else None
+        if values.dtype == object and len(values) <= 16:
+            return _small_texts(values)
+        return None
+    if spec.onnx_type == "string" and len(values) <= 16:
+        pa_array = getattr(values, "_pa_array", None)  # pandas' Arrow-backed string arrays
+        if pa_array is not None and _is_string_dtype(values.dtype):
+            return _small_texts(pa_array.to_pylist())
+    return None
+
+
+def _small_texts(values: Any) -> np.ndarray | None:
+    out = []
+    for v in values:
+        if type(v) is str:
+            out.append(v)
+        elif v is None or v is pd.NA or (type(v) is float and v != v):
+            out.append(MISSING_STRING)
+        else:
+            return None  # the general path reports the bad value
+    return np.array(out, dtype=object)
+
+
+def single_row_feeds(specs: Sequence[ColumnSpec], record: dict) -> dict[str, np.ndarray] | None:
+    """Feeds for one row given as a dict of scalars (the latency-critical case), or None when some
+    value is not a plain scalar of the expected kind (the general path then converts or reports it)."""
+    feeds = {}
+    for spec in specs:
+        try:
+            v = record[spec.name]
+        except KeyError:
+            from onegraph.errors import MissingColumnError
+
+            raise MissingColumnError(spec.name, [str(k) for k in record]) from None
+        t = type(v)
+        missing = v is None or (t is float and v != v)
+        kind = spec.onnx_type
+        if kind == "double" or kind == "float":
+            if not (missing or t is float or t is int):
+                return None
+            feeds[spec.name] = np.array([np.nan if missing else v], dtype=_ONNX_NUMPY[kind])
+        elif kind == "string":
+            if not (missing or t is str):
+                return None
+            arr = np.empty(1, dtype=object)
+            arr[0] = MISSING_STRING if missing else v
+            feeds[spec.name] = arr
+        elif kind == "int64" and spec.kind == "int":
+            if not (missing or t is int) or (t is int and not -2**63 < v < 2**63):
+                return None
+            feeds[spec.name] = np.array([NA_INT64 if missing else v], dtype=np.int64)
+        elif kind == "bool":
+            if t is not bool:
+                return None
+            feeds[spec.name] = np.array([v])
+        else:
+            return None
+    return feeds
 
 
 def _from_list(values: Any) -> Any:
@@ -350,9 +426,6 @@ def _string_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
             return _all_missing_feed(spec, len(values))
         raise ColumnTypeError(spec.name, f"{dtype} values in a text column", hint=_hint(spec))
     if _is_string_dtype(dtype):
-        pa_array = getattr(values, "_pa_array", None)
-        if pa_array is not None and len(values) <= 8:
-            return np.asarray([MISSING_STRING if v is None else v for v in pa_array.to_pylist()], dtype=object)
         return values.to_numpy(dtype=object, na_value=MISSING_STRING)
     if _all_missing(values):
         return _all_missing_feed(spec, len(values))

@@ -1,6 +1,6 @@
 """Scoring built models: DataFrame -> feeds -> onnxruntime -> DataFrame."""
 
-from onegraph.runtime.score import score, session
+from onegraph.runtime.score import cached_session, score
 from onegraph.runtime.session import Session
 
-__all__ = ["Session", "score", "session"]
+__all__ = ["Session", "cached_session", "score"]

@@ -17,12 +17,12 @@ _CACHE_SIZE = 8
 
 def _key(model: Any) -> tuple:
     if isinstance(model, (str, os.PathLike)):
-        path = os.path.realpath(model)
         try:
-            st = os.stat(path)
+            st = os.stat(model)
         except OSError:
-            return ("path", path)  # Session() reports the missing file
-        return ("path", path, st.st_mtime_ns, st.st_size)
+            return ("path", str(model))  # Session() reports the missing file
+        # the file itself (device, inode), and its version (mtime, size): a rewritten model is reloaded
+        return ("file", st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
     if isinstance(model, onnx.ModelProto):
         # keyed by identity and size: a ModelProto edited after scoring gets a new session
         return ("proto", id(model), model.ByteSize())
@@ -31,7 +31,7 @@ def _key(model: Any) -> tuple:
     return ("object", id(model))
 
 
-def session(model: Any) -> Session:
+def cached_session(model: Any) -> Session:
     """The cached :class:`Session` for ``model`` (a path, bytes or ``onnx.ModelProto``)."""
     key = _key(model)
     sess = _CACHE.get(key)
@@ -73,4 +73,4 @@ def score(model: Any, data: Any) -> pd.DataFrame:
     ModelFileError, RuntimeFailure
         for a model that cannot be read or run.
     """
-    return session(model).score(data)
+    return cached_session(model).score(data)

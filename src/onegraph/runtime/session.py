@@ -17,9 +17,10 @@ import pandas as pd
 
 from onegraph.errors import DataError, ModelFileError, RuntimeFailure, UnknownCategoryError
 from onegraph.frame.data import column_reader
-from onegraph.frame.schema import MISSING_STRING, NA_INT64, ColumnSpec, to_feed
+from onegraph.frame.schema import MISSING_STRING, NA_INT64, ColumnSpec, single_row_feeds, to_feed
 from onegraph.io import model_bytes
 from onegraph.meta import schema as meta
+from onegraph.runtime.frames import FrameTemplate
 
 _ORT_KINDS = {
     "tensor(double)": ("float", "double"), "tensor(float)": ("float", "float"), "tensor(int64)": ("int", "int64"),
@@ -49,6 +50,9 @@ class Session:
         data = model_bytes(model)
         options = ort.SessionOptions()
         options.log_severity_level = 3
+        # idle worker threads sleep instead of spinning, so sessions kept side by side do not fight
+        # over the cores (single-row latency doubled with two spinning sessions on a 2-core machine)
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         if threads is not None:
             options.intra_op_num_threads = threads
         try:
@@ -63,7 +67,7 @@ class Session:
             self.inputs = [ColumnSpec.from_dict(d) for d in fields["inputs"]]
         else:
             self.inputs = [_spec_from_ort(i) for i in ort_inputs]
-        self._ranks = {i.name: len(i.shape) for i in ort_inputs}
+        self._rank2 = [i.name for i in ort_inputs if len(i.shape) == 2]
         ort_outputs = [o.name for o in self._session.get_outputs()]
         self.outputs = fields.get("outputs") or [{"name": n, "column": n, "role": "output"} for n in ort_outputs]
         self._output_names = [o["name"] for o in self.outputs]
@@ -71,8 +75,10 @@ class Session:
         if missing:
             raise ModelFileError(f"the model's metadata names outputs it does not have: {sorted(missing)}")
         self._checks = [(i, o) for i, o in enumerate(self.outputs) if o.get("role") == "check"]
+        self._scored = [(i, o) for i, o in enumerate(self.outputs) if o.get("role") != "check"]
         self._run = self._session._sess.run  # the binding, without the wrapper's per-call validation
         self._run_options = ort.RunOptions()
+        self._templates: dict[tuple, FrameTemplate] = {}
 
     @property
     def input_names(self) -> list[str]:
@@ -85,18 +91,30 @@ class Session:
         Raises :class:`~onegraph.errors.MissingColumnError` / :class:`~onegraph.errors.ColumnTypeError`
         naming the column at fault.
         """
+        if type(data) is dict:
+            row = single_row_feeds(self.inputs, data)
+            if row is not None:
+                return 1, self._shaped(row)
         n, _, get = column_reader(data)
         feeds = {}
         for spec in self.inputs:
             arr = to_feed(spec, get(spec.name))
             if len(arr) != n:
                 raise DataError(f"column {spec.name!r} has {len(arr)} values for {n} rows")
-            feeds[spec.name] = arr.reshape(-1, 1) if self._ranks.get(spec.name) == 2 else arr
-        return n, feeds
+            feeds[spec.name] = arr
+        return n, self._shaped(feeds)
+
+    def _shaped(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        for name in self._rank2:
+            feeds[name] = feeds[name].reshape(-1, 1)
+        return feeds
 
     # -- running ----------------------------------------------------------------------------------
     def run(self, data: Any) -> dict[str, np.ndarray]:
         """Outputs for ``data`` as arrays keyed by output name (rows refused by a check raise)."""
+        return dict(zip(self._output_names, self._results(data)))
+
+    def _results(self, data: Any) -> list[np.ndarray]:
         n, feeds = self.feeds(data)
         if n == 0:
             return self._empty_outputs()
@@ -108,7 +126,7 @@ class Session:
             results = [np.concatenate([p[j] for p in parts]) for j in range(len(self._output_names))]
         if self._checks:
             self._raise_checks(results, data)
-        return dict(zip(self._output_names, results))
+        return results
 
     def _call(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
         try:
@@ -131,38 +149,48 @@ class Session:
                     values = []
                 raise UnknownCategoryError(column, values, rows)
 
-    def _empty_outputs(self) -> dict[str, np.ndarray]:
+    def _empty_outputs(self) -> list[np.ndarray]:
         out = {}
         for o in self._session.get_outputs():
             dtype = {"tensor(string)": object, "tensor(int64)": np.int64, "tensor(bool)": bool,
                      "tensor(float)": np.float32}.get(o.type, np.float64)
             width = o.shape[1] if len(o.shape) == 2 and isinstance(o.shape[1], int) else None
             out[o.name] = np.empty((0, width) if width else (0,), dtype=dtype)
-        return {k: out[k] for k in self._output_names}
+        return [out[k] for k in self._output_names]
 
     def score(self, data: Any) -> pd.DataFrame:
         """Outputs for ``data`` as a DataFrame (index: the input's when it is a pandas DataFrame).
 
         Columns: ``label``; ``probabilities_<class>`` per class; ``prediction``; for a preprocessing-only
         model, the transformed columns (missing text as None, datetimes back as ``datetime64[ns]``).
+        Text columns have dtype ``object``.
         """
-        results = self.run(data)
-        columns: dict[str, Any] = {}
-        for out in self.outputs:
-            if out.get("role") == "check":
-                continue
-            value = results[out["name"]]
-            name = out.get("column", out["name"])
+        results = self._results(data)
+        arrays = []
+        for i, out in self._scored:
+            value = results[i]
             if value.ndim == 2 and value.shape[1] == 1 and out.get("role") != "probabilities":
                 value = value[:, 0]
-            if value.ndim == 2:
-                labels = out.get("classes") or range(value.shape[1])
-                for j, label in enumerate(labels):
-                    columns[f"{name}_{label}"] = value[:, j]
-            else:
-                columns[name] = _column(value, out.get("kind"))
+            if out.get("role") == "feature":
+                value = _column(value, out.get("kind"))
+            arrays.append(value)
+        key = tuple(a.shape[1] if a.ndim == 2 else 0 for a in arrays)
+        template = self._templates.get(key)
+        if template is None:
+            template = self._templates[key] = self._template(key)
         index = data.index if isinstance(data, pd.DataFrame) else None
-        return pd.DataFrame(columns, index=index, copy=False)
+        return template.frame(arrays, index, len(arrays[0]) if arrays else 0)
+
+    def _template(self, widths: tuple[int, ...]) -> FrameTemplate:
+        layout = []
+        for (_, out), width in zip(self._scored, widths):
+            name = out.get("column", out["name"])
+            if width:
+                labels = out.get("classes") or range(width)
+                layout.append(([f"{name}_{label}" for label in labels], True))
+            else:
+                layout.append(([name], False))
+        return FrameTemplate(layout)
 
 
 def _column(value: np.ndarray, kind: str | None) -> Any:

@@ -129,9 +129,21 @@ def _keys(col: Col, cats: np.ndarray) -> tuple[str, np.ndarray]:
 
 
 def _lookup(g: GraphBuilder, col: Col, keys: np.ndarray, values: np.ndarray, default: Any):
-    """``ai.onnx.ml.LabelEncoder`` (v4, tensor attributes) from the column to ``values``."""
-    x = g.vector(col) if col.kind == "string" else g.vector(g.as_double(col))
+    """``ai.onnx.ml.LabelEncoder`` (v4, tensor attributes) from the column to ``values``.
+
+    A text column an imputer filled is read before filling, with the missing marker mapped where the fill
+    value maps: the same result, without the imputer's nodes.
+    """
     vals = np.asarray(values)
+    if col.filled_from is not None:
+        source, fill = col.filled_from
+        hit = np.flatnonzero(keys == fill)
+        mapped = vals[hit[0]] if hit.size else np.asarray(default, dtype=vals.dtype)
+        keep = keys != MISSING_STRING
+        keys = np.append(keys[keep], np.asarray([MISSING_STRING], dtype=object))
+        vals = np.append(vals[keep], mapped)
+        col = source
+    x = g.vector(col) if col.kind == "string" else g.vector(g.as_double(col))
     return g.op("LabelEncoder", x, domain="ai.onnx.ml",
                 keys_tensor=to_tensor(keys), values_tensor=to_tensor(vals),
                 default_tensor=to_tensor(np.asarray([default], dtype=vals.dtype)),

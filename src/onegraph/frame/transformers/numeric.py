@@ -412,16 +412,16 @@ def emit_simple_imputer(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]
             filled[j] = c
         for j, c in zip(numeric, g.block(g.op("Cast", mask, to=DOUBLE), [cols[i].name for i in numeric], "float", DOUBLE)):
             masks[j] = c
-    if text:
-        s = g.matrix([cols[i] for i in text], None)
-        marker = MISSING_STRING if _is_nan_like(mv) else str(mv)
-        mask = g.op("Equal", s, g.const(np.array(marker, dtype=object), "missing_value"), dtype=BOOL)
-        fill = np.asarray([MISSING_STRING if _is_nan_like(stats[i]) else str(stats[i]) for i in text], dtype=object)
-        y = g.op("Where", mask, g.const(fill, "statistics"), s, dtype=STRING)
-        for j, c in zip(text, g.block(y, [cols[i].name for i in text], "string", STRING)):
-            filled[j] = c
-        for j, c in zip(text, g.block(g.op("Cast", mask, to=DOUBLE), [cols[i].name for i in text], "float", DOUBLE)):
-            masks[j] = c
+    # text columns one by one: encoders downstream take 1-D columns, so a block would be split again
+    marker = g.const(np.array(MISSING_STRING if _is_nan_like(mv) else str(mv), dtype=object), "missing_value")
+    for i in text:
+        x = g.vector(cols[i])
+        mask = g.op("Equal", x, marker, dtype=BOOL)
+        fill = MISSING_STRING if _is_nan_like(stats[i]) else str(stats[i])
+        y = g.op("Where", mask, g.const(np.array(fill, dtype=object), "statistic"), x, dtype=STRING)
+        filled[i] = Col(cols[i].name, "string", y, STRING,
+                        filled_from=(cols[i], fill) if _is_nan_like(mv) else None)
+        masks[i] = Col(cols[i].name, "float", g.op("Cast", mask, to=DOUBLE, dtype=DOUBLE), DOUBLE)
     out = [filled[i] for i in valid]
     indicator = getattr(est, "indicator_", None)
     if est.add_indicator and indicator is not None:
