@@ -193,8 +193,12 @@ class GraphBuilder:
         self.graph.inputs.append(value)
         return value
 
-    def output(self, value: ir.Value, name: str, dtype: ir.DataType | None = None) -> ir.Value:
-        """Expose ``value`` as the graph output ``name`` (an Identity is added when the value is taken)."""
+    def output(self, value: ir.Value, name: str, dtype: ir.DataType | None = None,
+               shape: list | None = None) -> ir.Value:
+        """Expose ``value`` as the graph output ``name`` (an Identity is added when the value is taken).
+
+        ``shape`` (default ``["N"]``) is declared on the output; every graph output carries one.
+        """
         if value.is_graph_input() or value.is_graph_output() or value.is_initializer() or value.name in {
             o.name for o in self.graph.outputs
         }:
@@ -202,6 +206,7 @@ class GraphBuilder:
         value.name = name
         if dtype is not None:
             value.dtype = dtype
+        value.shape = ir.Shape(shape if shape is not None else ["N"])
         self.graph.outputs.append(value)
         return value
 

@@ -34,16 +34,23 @@ class DataError(OnegraphError):
 class MissingColumnError(DataError):
     """A column the model needs is absent from the data."""
 
-    def __init__(self, column: str, available: list[str] | None = None) -> None:
+    def __init__(self, column: str | list[str], available: list[str] | None = None) -> None:
+        columns = [column] if isinstance(column, str) else list(column)
         shown = ""
         if available is not None:
             shown = f" (columns given: {', '.join(map(repr, available[:20]))}"
             shown += ", ...)" if len(available) > 20 else ")"
+        if len(columns) == 1:
+            what = f"column {columns[0]!r} is"
+        else:
+            listed = ", ".join(map(repr, columns[:10])) + (f" and {len(columns) - 10} more" if len(columns) > 10 else "")
+            what = f"columns {listed} are"
         super().__init__(
-            f"column {column!r} is required by the model but missing from the data{shown}",
+            f"{what} required by the model but missing from the data{shown}",
             hint="add the column (it may hold missing values) or rebuild the model without it",
         )
-        self.column = column
+        self.column = columns[0]
+        self.columns = columns
 
 
 class ColumnTypeError(DataError):

@@ -151,9 +151,13 @@ def _emit(preprocessing: Any, model: Any, specs: list[ColumnSpec], name: str):
             result = emit_model(model, g, x)
         for role, value in result.values.items():
             entry = {"name": _output_name(role, input_names), "column": role, "role": role}
+            shape = ["N"]
             if role == "probabilities":
                 entry["classes"] = result.classes
-            g.output(value, entry["name"], value.dtype)
+                shape = ["N", len(result.classes)]
+            elif value.shape is not None and len(value.shape) == 2:
+                shape = ["N", value.shape[1]]
+            g.output(value, entry["name"], value.dtype, shape)
             outputs.append(entry)
     else:
         for c in cols:
@@ -210,7 +214,7 @@ def _finish(ir_model: ir.Model, specs: list[ColumnSpec], outputs: list[dict], mo
         "outputs": [_jsonable(o) for o in outputs],
     }
     if model is not None:
-        fields["training_algorithm"] = f"{type(model).__module__.split('.')[0]}.{type(model).__qualname__}"
+        fields["training_algorithm"] = qualified_name(model)
     ir_model.metadata_props.update(meta.encode(fields))
     proto = ir.to_proto(ir_model)
     try:
@@ -219,6 +223,12 @@ def _finish(ir_model: ir.Model, specs: list[ColumnSpec], outputs: list[dict], mo
         raise ExportError(f"the built graph does not pass the ONNX checker: {exc}",
                           hint="report this pipeline to onegraph") from None
     return proto
+
+
+def qualified_name(obj: Any) -> str:
+    """``sklearn.linear_model.LogisticRegression``: the public module path (private parts dropped)."""
+    module = ".".join(p for p in type(obj).__module__.split(".") if not p.startswith("_"))
+    return f"{module}.{type(obj).__qualname__}"
 
 
 def _jsonable(entry: dict) -> dict:

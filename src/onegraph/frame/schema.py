@@ -188,8 +188,10 @@ def to_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
     fast = _fast_feed(spec, values)
     if fast is not None:
         return fast
-    if isinstance(values, pd.Series):
+    if isinstance(values, (pd.Series, pd.Index)):
         values = values.array
+    if isinstance(values, pd.arrays.NumpyExtensionArray):
+        values = values.to_numpy()
     elif not hasattr(values, "dtype"):
         values = _from_list(values)
     elif getattr(values, "ndim", 1) != 1:
@@ -249,12 +251,9 @@ def single_row_feeds(specs: Sequence[ColumnSpec], record: dict) -> dict[str, np.
     value is not a plain scalar of the expected kind (the general path then converts or reports it)."""
     feeds = {}
     for spec in specs:
-        try:
-            v = record[spec.name]
-        except KeyError:
-            from onegraph.errors import MissingColumnError
-
-            raise MissingColumnError(spec.name, [str(k) for k in record]) from None
+        if spec.name not in record:
+            return None  # the general path reports every missing column
+        v = record[spec.name]
         t = type(v)
         missing = v is None or (t is float and v != v)
         kind = spec.onnx_type

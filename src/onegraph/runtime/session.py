@@ -9,16 +9,17 @@ input's. Rows a step refuses (a category never seen in fit, with ``handle_unknow
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
 import onnxruntime as ort
 import pandas as pd
 
-from onegraph.errors import DataError, ModelFileError, RuntimeFailure, UnknownCategoryError
+from onegraph.errors import DataError, MissingColumnError, ModelFileError, RuntimeFailure, UnknownCategoryError
 from onegraph.frame.data import column_reader
 from onegraph.frame.schema import MISSING_STRING, NA_INT64, ColumnSpec, single_row_feeds, to_feed
-from onegraph.io import model_bytes
+from onegraph.io import load_model, model_bytes
 from onegraph.meta import schema as meta
 from onegraph.runtime.frames import FrameTemplate
 
@@ -58,6 +59,7 @@ class Session:
         try:
             self._session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own Fail / InvalidGraph / InvalidArgument types
+            load_model(model if isinstance(model, (str, os.PathLike)) else data)  # names a file that is no model
             raise ModelFileError(f"onnxruntime cannot open the model: {str(exc).strip()[:500]}",
                                  hint="check it with `onegraph check`") from None
         self.batch_size = int(batch_size)
@@ -95,10 +97,16 @@ class Session:
             row = single_row_feeds(self.inputs, data)
             if row is not None:
                 return 1, self._shaped(row)
-        n, _, get = column_reader(data)
+        n, names, get = column_reader(data)
         feeds = {}
         for spec in self.inputs:
-            arr = to_feed(spec, get(spec.name))
+            try:
+                values = get(spec.name)
+            except MissingColumnError:
+                given = {str(c) for c in names}
+                missing = [s.name for s in self.inputs if s.name not in given]
+                raise MissingColumnError(missing or spec.name, [str(c) for c in names]) from None
+            arr = to_feed(spec, values)
             if len(arr) != n:
                 raise DataError(f"column {spec.name!r} has {len(arr)} values for {n} rows")
             feeds[spec.name] = arr

@@ -113,29 +113,41 @@ def _expected(pipeline: Any, model: Any, frame: pd.DataFrame) -> dict[str, Any]:
         x = frame[input_columns(None, model, frame)]
     if model is None:
         names = [str(n) for n in pipeline.get_feature_names_out()]
-        return dict(zip(names, _columns(x)))
+        return {n: _as_graph_values(n, c) for n, c in zip(names, _columns(x))}
     if hasattr(model, "predict_proba"):
         return {"label": np.asarray(model.predict(x)), "probabilities": np.asarray(model.predict_proba(x))}
     return {"prediction": np.asarray(model.predict(x))}
 
 
-def _columns(x: Any) -> list[np.ndarray]:
+def _columns(x: Any) -> list[Any]:
     if hasattr(x, "toarray"):
         x = x.toarray()
     if hasattr(x, "to_pandas") and not isinstance(x, pd.DataFrame):
         x = x.to_pandas()
     if isinstance(x, pd.DataFrame):
-        return [x.iloc[:, j].to_numpy(dtype=object if x.iloc[:, j].dtype.kind not in "fiub" else None)
-                for j in range(x.shape[1])]
+        return [x.iloc[:, j] for j in range(x.shape[1])]
     arr = np.asarray(x)
     return [arr[:, j] for j in range(arr.shape[1])]
 
 
+def _as_graph_values(name: str, values: Any) -> np.ndarray:
+    """A source output column in the graph's representation (datetimes as int64 ns, missing text as the
+    marker...), so both sides are compared the same way."""
+    from onegraph.errors import OnegraphError
+    from onegraph.frame.schema import spec_for, to_feed
+
+    try:
+        return to_feed(spec_for(name, values), values)
+    except OnegraphError:
+        return np.asarray(values, dtype=object)
+
+
 def _is_missing(values: np.ndarray) -> np.ndarray:
-    out = pd.isna(values)
-    if values.dtype == object:
-        out = out | (values == MISSING_STRING)
-    return np.asarray(out, dtype=bool)
+    if values.dtype != object:
+        return np.asarray(pd.isna(values), dtype=bool)
+    return np.asarray([v is None or v is pd.NA or v is pd.NaT or (isinstance(v, float) and v != v)
+                       or (isinstance(v, str) and v == MISSING_STRING) for v in values.ravel()],
+                      dtype=bool).reshape(values.shape)
 
 
 def compare(name: str, got: Any, expected: Any, *, rtol: float, atol: float, exact: bool = False) -> OutputParity:

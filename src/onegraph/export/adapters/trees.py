@@ -173,6 +173,7 @@ def emit_forest_regressor(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutp
         return ModelOutputs.regressor(g.op("Reshape", y, g.const(np.array([-1], np.int64), "flat"), dtype=DOUBLE))
     summed = _leaf_distribution(g, xf, estimators, [e.tree_.value[:, :, 0] for e in estimators])
     y = g.op("Div", summed, g.const(np.float64(len(estimators)), "n_trees"), dtype=DOUBLE)
+    y.shape = ir.Shape(["N", n_outputs])
     return ModelOutputs.regressor(y)
 
 

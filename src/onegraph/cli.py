@@ -1,0 +1,221 @@
+"""The ``onegraph`` command line: each sub-command is a thin call into the packages.
+
+Errors from onegraph (bad data, bad model files, unsupported objects) print as one line on stderr and
+exit non-zero, without a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from onegraph.errors import OnegraphError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Turn a DataFrame pipeline into one verified ONNX graph, and run it.")
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+# -- quickstart -----------------------------------------------------------------------------------
+@app.command()
+def quickstart(
+    output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the model.")] = Path("penguins.onnx"),
+) -> None:
+    """Build the bundled Palmer penguins pipeline (impute + one-hot + scale + logistic regression) into
+    one ONNX file, check it against scikit-learn, and time a single-row prediction both ways."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import train_test_split
+    from sklearn.pipeline import make_pipeline
+
+    import onegraph
+    from onegraph.datasets import load_penguins, penguins_path
+    from onegraph.frame import OneHotEncoder, SimpleImputer, StandardScaler
+
+    df = load_penguins()
+    y = df.pop("species")
+    train, test, y_train, _ = train_test_split(df, y, test_size=0.25, random_state=0, stratify=y)
+    numeric = ["bill_length_mm", "bill_depth_mm", "flipper_length_mm", "body_mass_g", "year"]
+    text = ["island", "sex"]
+    pipeline = make_pipeline(
+        ColumnTransformer([
+            ("num", make_pipeline(SimpleImputer(strategy="median"), StandardScaler()), numeric),
+            ("cat", make_pipeline(SimpleImputer(strategy="most_frequent"), OneHotEncoder(handle_unknown="ignore")), text),
+        ]),
+        LogisticRegression(max_iter=1000),
+    ).fit(train, y_train)
+    out.print(f"data      {penguins_path()} ({len(df)} rows; {len(train)} to fit, {len(test)} to check)")
+    onegraph.build(pipeline, None, train, path=output)
+    model_bytes = output.stat().st_size
+    inputs = onegraph.runtime.cached_session(output).input_names
+    out.print(f"model     {output} ({model_bytes / 1024:.1f} KiB): inputs {', '.join(inputs)}; "
+              "outputs label, probabilities")
+    report = onegraph.parity(pipeline, None, test, onnx_model=output)
+    out.print(str(report))
+    row = test.iloc[[0]]
+    sk = _best_time(lambda: pipeline.predict_proba(row))
+    og = _best_time(lambda: onegraph.score(output, row))
+    out.print(f"latency   one row: scikit-learn {sk * 1e3:.2f} ms, onegraph {og * 1e6:.0f} us ({sk / og:.0f}x faster)")
+    scored = onegraph.score(output, test.head(3))
+    out.print("score     onegraph.score(model, rows):")
+    out.print(scored.round(4).to_string())
+    out.print(f"next      onegraph show {output}  |  onegraph score {output} {penguins_path()} -o scores.csv")
+    if not report.ok:
+        raise typer.Exit(1)
+
+
+def _best_time(fn, seconds: float = 0.3) -> float:
+    fn()
+    best = float("inf")
+    deadline = time.perf_counter() + seconds * 5
+    while time.perf_counter() < deadline:
+        n, start = 0, time.perf_counter()
+        while time.perf_counter() - start < seconds / 5:
+            fn()
+            n += 1
+        best = min(best, (time.perf_counter() - start) / n)
+    return best
+
+
+# -- build ----------------------------------------------------------------------------------------
+@app.command()
+def build(
+    data: Annotated[Path, typer.Argument(help="Training data: a CSV or Parquet file.")],
+    target: Annotated[str, typer.Option("--target", "-t", help="Column to predict.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the model (.onnx).")],
+    model: Annotated[str, typer.Option("--model", "-m", help="logistic, linear, ridge, random_forest, "
+                                       "extra_trees, decision_tree, gradient_boosting, hist_gradient_boosting.")
+                     ] = "auto",
+    task: Annotated[str, typer.Option(help="classification, regression or auto (from the target).")] = "auto",
+    test_size: Annotated[float, typer.Option(help="Fraction of rows held out to check the model.")] = 0.2,
+    seed: Annotated[int, typer.Option(help="Random seed for the split and the model.")] = 0,
+) -> None:
+    """Fit preprocessing (chosen per column type) and a model on DATA, build one ONNX model, check it."""
+    from sklearn.model_selection import train_test_split
+
+    import onegraph
+    from onegraph.export import auto
+    from onegraph.io import read_table
+
+    frame = read_table(data)
+    if target not in frame.columns:
+        raise OnegraphError(f"target column {target!r} is not in {data}",
+                            hint=f"columns: {', '.join(map(str, frame.columns))}")
+    frame = frame[frame[target].notna()]
+    if len(frame) < 10:
+        raise OnegraphError(f"{data} has {len(frame)} rows with a target value; at least 10 are needed")
+    y = frame.pop(target)
+    if task == "auto":
+        task = auto.infer_task(y)
+    if task not in ("classification", "regression"):
+        raise OnegraphError(f"unknown task {task!r}", hint="use classification, regression or auto")
+    name = model if model != "auto" else ("logistic" if task == "classification" else "ridge")
+    plan = auto.plan(frame)
+    estimator = auto.make_model(name, task, seed)
+    stratify = y if task == "classification" and y.value_counts().min() >= 2 else None
+    train, test, y_train, y_test = train_test_split(frame, y, test_size=test_size, random_state=seed,
+                                                    stratify=stratify)
+    for column, why in plan.skipped.items():
+        err.print(f"note: column {column!r} left out: {why}")
+    err.print(f"fitting {type(estimator).__name__} ({task}) on {len(train)} rows: "
+              f"{len(plan.numeric)} numeric, {len(plan.text)} categorical columns")
+    from sklearn.pipeline import Pipeline
+
+    pipeline = Pipeline([("preprocess", plan.preprocessing), ("model", estimator)]).fit(train, y_train)
+    onegraph.build(pipeline, None, train, path=output)
+    report = onegraph.parity(pipeline, None, test, onnx_model=output)
+    quality = pipeline.score(test, y_test)
+    metric = "accuracy" if task == "classification" else "R^2"
+    worst = max((o.max_rel or 0.0) for o in report.outputs)
+    agreement = min((o.agreement for o in report.outputs if o.agreement is not None), default=None)
+    agree = f", labels agree {agreement:.2%}" if agreement is not None else ""
+    out.print(f"wrote {output}: {metric} {quality:.4f} on {len(test)} held-out rows; parity with scikit-learn "
+              f"{'ok' if report.ok else 'FAILED'} (max rel diff {worst:.1e}{agree})")
+    if not report.ok:
+        out.print(str(report))
+        raise typer.Exit(1)
+
+
+# -- score ----------------------------------------------------------------------------------------
+@app.command()
+def score(
+    model: Annotated[Path, typer.Argument(help="A model built by onegraph (.onnx).")],
+    data: Annotated[Path, typer.Argument(help="Rows to score: a CSV or Parquet file.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the scores (.csv or .parquet).")],
+    keep: Annotated[Optional[list[str]], typer.Option(help="Input column to copy into the output (repeatable).")
+                    ] = None,
+) -> None:
+    """Score DATA with MODEL and write one row of outputs per input row, in order."""
+    import onegraph
+    from onegraph.io import read_table, write_table
+
+    session = onegraph.runtime.cached_session(model)
+    frame = read_table(data, dtypes={s.name: s.kind for s in session.inputs})
+    start = time.perf_counter()
+    scores = session.score(frame)
+    elapsed = time.perf_counter() - start
+    if keep:
+        missing = [k for k in keep if k not in frame.columns]
+        if missing:
+            raise OnegraphError(f"--keep column {missing[0]!r} is not in {data}")
+        scores = frame[keep].reset_index(drop=True).join(scores.reset_index(drop=True), rsuffix="_score")
+    write_table(scores, output)
+    rate = len(frame) / elapsed if elapsed > 0 else float("inf")
+    out.print(f"wrote {output}: {len(scores)} rows, columns {', '.join(map(str, scores.columns))} "
+              f"({rate:,.0f} rows/s)")
+
+
+# -- show -----------------------------------------------------------------------------------------
+@app.command()
+def show(
+    model: Annotated[Path, typer.Argument(help="An ONNX model.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+) -> None:
+    """Print a model's inputs (with their column types), outputs and metadata."""
+    from onegraph.inspect import describe
+
+    info = describe(model)
+    if as_json:
+        out.print_json(json.dumps(info, default=str))
+        return
+    table = Table(title=f"inputs of {model}", title_justify="left")
+    for col in ("column", "kind", "graph type", "built from", "missing value"):
+        table.add_column(col)
+    for i in info["inputs"]:
+        table.add_row(i["name"], i["kind"], i["onnx_type"], i.get("source_dtype", ""), i["missing"])
+    out.print(table)
+    table = Table(title="outputs", title_justify="left")
+    for col in ("output", "role", "type", "shape", "classes"):
+        table.add_column(col)
+    for o in info["outputs"]:
+        classes = ", ".join(map(str, o.get("classes") or []))
+        table.add_row(o["name"], o.get("role", ""), o.get("type", ""), str(o.get("shape", "")), classes)
+    out.print(table)
+    out.print(f"opsets {info['opsets']}; {info['nodes']} nodes; {info['initializers']} initializers")
+    for key, value in info["metadata"].items():
+        if key not in ("inputs", "outputs"):
+            out.print(f"{key}: {value}")
+
+
+def main() -> None:
+    """Entry point of the ``onegraph`` console script."""
+    try:
+        app()
+    except OnegraphError as exc:
+        err.print(f"error: {exc}", markup=False, soft_wrap=True)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        sys.exit(130)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,113 @@
+"""Preprocessing and model chosen from the data, for ``onegraph build DATA --target COL``.
+
+Per column kind (see :mod:`onegraph.frame.schema`):
+
+* numbers and booleans: median imputation (with a missing-indicator when the column has gaps), then
+  standard scaling;
+* text and categories: missing values become their own category, then one-hot encoding of the 20 most
+  frequent categories (the rest grouped as "infrequent"; categories unseen in fit count as infrequent);
+* datetimes and durations are left out (a note says so).
+
+Columns whose values are all distinct text (identifiers, free text) are left out too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pandas as pd
+from sklearn.compose import ColumnTransformer
+from sklearn.pipeline import Pipeline
+
+from onegraph.errors import ColumnTypeError, DataError, ExportError
+from onegraph.frame.schema import spec_for
+from onegraph.frame.transformers import OneHotEncoder, SimpleImputer, StandardScaler
+
+CLASSIFIERS = {
+    "logistic": ("sklearn.linear_model", "LogisticRegression", {"max_iter": 2000}),
+    "random_forest": ("sklearn.ensemble", "RandomForestClassifier", {"n_estimators": 100}),
+    "gradient_boosting": ("sklearn.ensemble", "GradientBoostingClassifier", {}),
+    "hist_gradient_boosting": ("sklearn.ensemble", "HistGradientBoostingClassifier", {}),
+    "decision_tree": ("sklearn.tree", "DecisionTreeClassifier", {}),
+    "extra_trees": ("sklearn.ensemble", "ExtraTreesClassifier", {"n_estimators": 100}),
+}
+REGRESSORS = {
+    "linear": ("sklearn.linear_model", "Ridge", {"alpha": 1e-6}),
+    "ridge": ("sklearn.linear_model", "Ridge", {}),
+    "random_forest": ("sklearn.ensemble", "RandomForestRegressor", {"n_estimators": 100}),
+    "gradient_boosting": ("sklearn.ensemble", "GradientBoostingRegressor", {}),
+    "hist_gradient_boosting": ("sklearn.ensemble", "HistGradientBoostingRegressor", {}),
+    "decision_tree": ("sklearn.tree", "DecisionTreeRegressor", {}),
+    "extra_trees": ("sklearn.ensemble", "ExtraTreesRegressor", {"n_estimators": 100}),
+}
+MODEL_NAMES = sorted(set(CLASSIFIERS) | set(REGRESSORS))
+
+
+@dataclasses.dataclass
+class Plan:
+    """What ``build`` will fit: the preprocessing, the columns it uses and those it leaves out (why)."""
+
+    preprocessing: ColumnTransformer
+    numeric: list[str]
+    text: list[str]
+    skipped: dict[str, str]
+
+
+def infer_task(target: pd.Series) -> str:
+    """``"classification"`` for text / bool / category targets and integers with at most 20 values."""
+    spec = spec_for(str(target.name), target)
+    if spec.kind in ("string", "bool"):
+        return "classification"
+    if spec.kind == "int" and target.nunique(dropna=True) <= 20:
+        return "classification"
+    if spec.kind in ("float", "int"):
+        return "regression"
+    raise ColumnTypeError(str(target.name), f"a {spec.kind} column cannot be a prediction target",
+                          hint="choose a numeric or categorical target")
+
+
+def plan(frame: pd.DataFrame) -> Plan:
+    """The preprocessing for the feature columns of ``frame``."""
+    numeric, text, skipped = [], [], {}
+    for c in frame.columns:
+        spec = spec_for(str(c), frame[c])
+        if spec.kind in ("float", "int", "bool"):
+            numeric.append(str(c))
+        elif spec.kind == "string":
+            values = frame[c].dropna()
+            if len(values) > 20 and values.nunique() == len(values):
+                skipped[str(c)] = "all values distinct (an identifier or free text)"
+            else:
+                text.append(str(c))
+        else:
+            skipped[str(c)] = f"{spec.kind} columns are not used by automatic preprocessing"
+    if not numeric and not text:
+        raise DataError("no usable feature column", hint="give numeric or categorical columns besides the target")
+    steps = []
+    if numeric:
+        with_gaps = [c for c in numeric if frame[c].isna().any()]
+        steps.append(("num", Pipeline([
+            ("impute", SimpleImputer(strategy="median", add_indicator=bool(with_gaps))),
+            ("scale", StandardScaler()),
+        ]), numeric))
+    if text:
+        steps.append(("cat", Pipeline([
+            ("impute", SimpleImputer(strategy="constant", fill_value="(missing)")),
+            ("onehot", OneHotEncoder(handle_unknown="infrequent_if_exist", max_categories=20)),
+        ]), text))
+    return Plan(ColumnTransformer(steps, remainder="drop"), numeric, text, skipped)
+
+
+def make_model(name: str, task: str, seed: int):
+    """A fresh scikit-learn estimator for ``name`` and ``task``."""
+    table = CLASSIFIERS if task == "classification" else REGRESSORS
+    if name not in table:
+        raise ExportError(f"model {name!r} is not available for {task}",
+                          hint=f"choose one of: {', '.join(sorted(table))}")
+    module, cls, params = table[name]
+    import importlib
+
+    estimator = getattr(importlib.import_module(module), cls)(**params)
+    if "random_state" in estimator.get_params():
+        estimator.set_params(random_state=seed)
+    return estimator

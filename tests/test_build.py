@@ -1,0 +1,220 @@
+"""build: preprocessing + model -> one ONNX graph equal to scikit-learn on real tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pandas as pd
+import pytest
+import sklearn.impute
+import sklearn.preprocessing
+from sklearn.compose import ColumnTransformer
+from sklearn.ensemble import (
+    ExtraTreesClassifier,
+    GradientBoostingClassifier,
+    GradientBoostingRegressor,
+    HistGradientBoostingClassifier,
+    HistGradientBoostingRegressor,
+    RandomForestClassifier,
+    RandomForestRegressor,
+)
+from sklearn.linear_model import LinearRegression, LogisticRegression, Ridge
+from sklearn.pipeline import make_pipeline
+from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
+
+import onegraph
+from onegraph.emit import register_emitter
+from onegraph.errors import ExportError, ParityError
+from onegraph.frame import OneHotEncoder, SimpleImputer, StandardScaler
+
+PENGUIN_NUMERIC = ["bill_length_mm", "bill_depth_mm", "flipper_length_mm", "body_mass_g", "year"]
+PENGUIN_TEXT = ["island", "sex"]
+
+
+def penguin_preprocessing():
+    return ColumnTransformer([
+        ("num", make_pipeline(SimpleImputer(), StandardScaler()), PENGUIN_NUMERIC),
+        ("cat", make_pipeline(SimpleImputer(strategy="most_frequent"), OneHotEncoder(handle_unknown="ignore")),
+         PENGUIN_TEXT),
+    ])
+
+
+def check_against_sklearn(pipe, frame: pd.DataFrame, rtol: float = 1e-6) -> None:
+    """The graph's outputs equal scikit-learn's: labels identical, numbers within ``rtol`` (double inputs)."""
+    model = onegraph.build(pipe, None, frame)
+    onnx.checker.check_model(model, full_check=True)
+    got = onegraph.score(model, frame)
+    est = pipe[-1]
+    if hasattr(est, "predict_proba"):
+        assert (got["label"].to_numpy() == pipe.predict(frame)).all()
+        proba = got[[f"probabilities_{c}" for c in est.classes_]].to_numpy(float)
+        np.testing.assert_allclose(proba, pipe.predict_proba(frame), rtol=rtol, atol=1e-12)
+    else:
+        np.testing.assert_allclose(got["prediction"].to_numpy(float), pipe.predict(frame), rtol=rtol, atol=1e-12)
+
+
+CLASSIFIERS = [
+    LogisticRegression(max_iter=2000),
+    RandomForestClassifier(n_estimators=30, random_state=0),
+    ExtraTreesClassifier(n_estimators=30, random_state=0),
+    DecisionTreeClassifier(random_state=0),
+    GradientBoostingClassifier(n_estimators=30, random_state=0),
+    HistGradientBoostingClassifier(max_iter=30, random_state=0),
+]
+
+
+@pytest.mark.parametrize("estimator", CLASSIFIERS, ids=lambda e: type(e).__name__)
+def test_penguin_species_classifiers(penguins, estimator):
+    frame = penguins.drop(columns="species")
+    pipe = make_pipeline(penguin_preprocessing(), estimator).fit(frame, penguins["species"])
+    check_against_sklearn(pipe, frame)
+
+
+@pytest.mark.parametrize("estimator", [LogisticRegression(max_iter=2000), GradientBoostingClassifier(n_estimators=20),
+                                       HistGradientBoostingClassifier(max_iter=20), RandomForestClassifier(20)],
+                         ids=lambda e: type(e).__name__)
+def test_binary_classifiers(penguins, estimator):
+    frame = penguins.drop(columns="species").dropna(subset=["sex"])
+    y = frame.pop("sex")
+    pre = ColumnTransformer([
+        ("num", make_pipeline(SimpleImputer(), StandardScaler()), PENGUIN_NUMERIC),
+        ("cat", OneHotEncoder(handle_unknown="ignore"), ["island"]),
+    ])
+    pipe = make_pipeline(pre, estimator).fit(frame, y)
+    check_against_sklearn(pipe, frame)
+
+
+REGRESSORS = [
+    LinearRegression(), Ridge(alpha=0.5),
+    RandomForestRegressor(n_estimators=20, random_state=0),
+    DecisionTreeRegressor(random_state=0),
+    GradientBoostingRegressor(n_estimators=40, random_state=0),
+    HistGradientBoostingRegressor(max_iter=40, random_state=0),
+]
+
+
+@pytest.mark.parametrize("estimator", REGRESSORS, ids=lambda e: f"{type(e).__name__}-{getattr(e, 'loss', '')}")
+def test_seattle_temperature_regressors(seattle, estimator):
+    """vega-datasets' Seattle weather: numeric and category columns, predict the day's maximum temperature."""
+    frame = seattle.drop(columns=["date", "temp_max"]).assign(weather=seattle["weather"].astype("category"))
+    pre = ColumnTransformer([
+        ("num", StandardScaler(), ["precipitation", "temp_min", "wind"]),
+        ("cat", OneHotEncoder(), ["weather"]),
+    ])
+    pipe = make_pipeline(pre, estimator).fit(frame, seattle["temp_max"])
+    check_against_sklearn(pipe, frame)
+
+
+def test_poisson_loss_goes_through_its_link(seattle):
+    frame = seattle[["temp_max", "temp_min", "wind"]]
+    pipe = make_pipeline(StandardScaler(), HistGradientBoostingRegressor(max_iter=20, loss="poisson"))
+    check_against_sklearn(pipe.fit(frame, seattle["precipitation"]), frame)
+
+
+@pytest.mark.parametrize("estimator", [RandomForestClassifier(n_estimators=25, random_state=0),
+                                       HistGradientBoostingClassifier(max_iter=25)], ids=lambda e: type(e).__name__)
+def test_cars_with_missing_values_and_text(cars, estimator):
+    """Auto MPG: missing horsepower and MPG, text origin and name; scikit-learn's own transformers inside."""
+    frame = cars.drop(columns=["Origin", "Year"])
+    pre = ColumnTransformer([
+        ("num", make_pipeline(sklearn.impute.SimpleImputer(strategy="median", add_indicator=True),
+                              sklearn.preprocessing.StandardScaler()),
+         ["Miles_per_Gallon", "Cylinders", "Displacement", "Horsepower", "Weight_in_lbs", "Acceleration"]),
+        ("name", make_pipeline(SimpleImputer(strategy="constant", fill_value="?"),
+                               OneHotEncoder(handle_unknown="infrequent_if_exist", min_frequency=3)), ["Name"]),
+    ])
+    pipe = make_pipeline(pre, estimator).fit(frame, cars["Origin"])
+    check_against_sklearn(pipe, frame)
+
+
+def test_multi_output_regressor(cars):
+    frame = cars[["Cylinders", "Displacement", "Weight_in_lbs"]]
+    y = cars[["Acceleration", "Weight_in_lbs"]]
+    pipe = make_pipeline(StandardScaler(), RandomForestRegressor(n_estimators=10, random_state=0)).fit(frame, y)
+    model = onegraph.build(pipe, None, frame)
+    got = onegraph.score(model, frame)
+    np.testing.assert_allclose(got[["prediction_0", "prediction_1"]].to_numpy(), pipe.predict(frame), rtol=1e-9)
+
+
+def test_model_without_preprocessing_and_unused_columns_pruned(penguins):
+    frame = penguins.dropna()
+    x = frame[["bill_length_mm", "flipper_length_mm"]]
+    clf = LogisticRegression(max_iter=1000).fit(x, frame["species"])
+    model = onegraph.build(None, clf, frame)  # the sample has more columns than the model uses
+    assert [i.name for i in model.graph.input] == ["bill_length_mm", "flipper_length_mm"]
+    ct = ColumnTransformer([("num", StandardScaler(), ["body_mass_g"])], remainder="drop").fit(penguins)
+    model = onegraph.build(ct, None, penguins)
+    assert [i.name for i in model.graph.input] == ["body_mass_g"]
+
+
+def test_outputs_and_opsets(penguins):
+    frame = penguins.drop(columns="species")
+    pipe = make_pipeline(penguin_preprocessing(), LogisticRegression(max_iter=1000)).fit(frame, penguins["species"])
+    model = onegraph.build(pipe, None, frame)
+    assert [o.name for o in model.graph.output] == ["label", "probabilities"]
+    assert {o.domain or "": o.version for o in model.opset_import} == {"": 21, "ai.onnx.ml": 5}
+    assert not any(n.op_type == "ZipMap" for n in model.graph.node)
+    assert model.graph.input[1].type.tensor_type.elem_type == onnx.TensorProto.DOUBLE
+
+
+def test_preprocessing_only_outputs_are_the_feature_names(penguins):
+    pre = penguin_preprocessing().fit(penguins)
+    model = onegraph.build(pre, None, penguins)
+    assert [o.name for o in model.graph.output] == list(pre.get_feature_names_out())
+    scaler = StandardScaler().fit(penguins[PENGUIN_NUMERIC])
+    model = onegraph.build(scaler, None, penguins)
+    got = onegraph.score(model, penguins)
+    assert list(got.columns) == PENGUIN_NUMERIC  # transformed in place: columns keep their names
+
+
+def test_build_refuses_a_divergent_graph(penguins, monkeypatch):
+    """A wrong emitter makes build fail with the output named, and nothing is written."""
+    frame = penguins.drop(columns="species")
+    pipe = make_pipeline(penguin_preprocessing(), LogisticRegression(max_iter=1000)).fit(frame, penguins["species"])
+
+    from onegraph.frame.transformers import numeric
+
+    original = numeric.StandardScaler.emit
+
+    def wrong(self, g, cols):
+        out = original(self, g, cols)
+        doubled = g.op("Mul", g.matrix(out), g.const(np.float64(1.001), "oops"))
+        return g.block(doubled, [c.name for c in out], "float", out[0].dtype)
+
+    monkeypatch.setattr(numeric.StandardScaler, "emit", wrong)
+    with pytest.raises(ParityError, match="probabilities"):
+        onegraph.build(pipe, None, frame, path="/tmp/should-not-exist.onnx")
+    import os
+
+    assert not os.path.exists("/tmp/should-not-exist.onnx")
+
+
+def test_unsupported_objects_are_named(penguins):
+    from sklearn.preprocessing import FunctionTransformer
+
+    frame = penguins[PENGUIN_NUMERIC]
+    ft = FunctionTransformer(lambda x: x * 2).fit(frame)
+    with pytest.raises(ExportError, match="arbitrary Python"):
+        onegraph.build(ft, None, frame)
+    with pytest.raises(ExportError, match="sample"):
+        onegraph.build(StandardScaler().fit(frame), None, None)
+
+
+def test_skl2onnx_fallback_for_other_transformers(penguins):
+    from sklearn.decomposition import PCA
+
+    frame = penguins[PENGUIN_NUMERIC].dropna()
+    pipe = make_pipeline(StandardScaler(), PCA(n_components=3)).fit(frame)
+    model = onegraph.build(pipe, None, frame, rtol=1e-9)
+    got = onegraph.score(model, frame)
+    np.testing.assert_allclose(got.to_numpy(float), pipe.transform(frame), rtol=1e-9, atol=1e-9)
+
+
+def test_build_writes_atomically_and_scores_from_path(penguins, tmp_path):
+    frame = penguins.drop(columns="species")
+    pipe = make_pipeline(penguin_preprocessing(), LogisticRegression(max_iter=1000)).fit(frame, penguins["species"])
+    path = tmp_path / "m.onnx"
+    onegraph.build(pipe, None, frame, path=path)
+    assert [p.name for p in tmp_path.iterdir()] == ["m.onnx"]
+    got = onegraph.score(str(path), frame.head(5))
+    assert list(got.index) == list(frame.head(5).index)

@@ -1,0 +1,82 @@
+"""The command line: quickstart, build, score, show, and one-line errors without tracebacks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+DATA = Path(__file__).parent / "data"
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "onegraph.cli", *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=600)
+
+
+def test_quickstart_builds_checks_and_times(tmp_path):
+    result = run("quickstart", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "penguins.onnx").exists()
+    assert "label" in result.stdout and "ok" in result.stdout and "faster" in result.stdout
+    assert "DIVERGES" not in result.stdout
+
+
+def test_build_score_show_on_a_real_table(tmp_path):
+    model = tmp_path / "cars.onnx"
+    result = run("build", str(DATA / "cars.csv"), "--target", "Origin", "--model", "random_forest", "-o", str(model))
+    assert result.returncode == 0, result.stderr
+    assert "parity with scikit-learn ok" in result.stdout
+    scores = tmp_path / "scores.parquet"
+    result = run("score", str(model), str(DATA / "cars.csv"), "-o", str(scores), "--keep", "Name")
+    assert result.returncode == 0, result.stderr
+    frame = pd.read_parquet(scores)
+    assert len(frame) == len(pd.read_csv(DATA / "cars.csv"))
+    assert list(frame.columns)[:2] == ["Name", "label"]
+    result = run("show", str(model), "--json")
+    assert result.returncode == 0, result.stderr
+    info = json.loads(result.stdout)
+    assert {i["name"] for i in info["inputs"]} >= {"Horsepower", "Name"}
+    assert info["metadata"]["training_algorithm"] == "sklearn.ensemble.RandomForestClassifier"
+
+
+def test_regression_build(tmp_path):
+    result = run("build", str(DATA / "seattle-weather.csv"), "--target", "temp_max", "-o", str(tmp_path / "w.onnx"),
+                 "--model", "hist_gradient_boosting")
+    assert result.returncode == 0, result.stderr
+    assert "R^2" in result.stdout and "ok" in result.stdout
+    assert "'date' left out" in result.stderr
+
+
+@pytest.mark.parametrize("args,message", [
+    (["score", "missing.onnx", str(DATA / "cars.csv"), "-o", "x.csv"], "does not exist"),
+    (["score", "junk.onnx", str(DATA / "cars.csv"), "-o", "x.csv"], "not a valid ONNX model"),
+    (["build", "nothere.csv", "--target", "a", "-o", "m.onnx"], "does not exist"),
+    (["build", str(DATA / "cars.csv"), "--target", "nope", "-o", "m.onnx"], "target column 'nope'"),
+    (["build", str(DATA / "cars.csv"), "--target", "Origin", "--model", "ridge", "-o", "m.onnx"], "not available"),
+    (["build", "bad.csv", "--target", "a", "-o", "m.onnx"], "bad.csv"),
+    (["show", "junk.onnx"], "not a valid ONNX model"),
+])
+def test_errors_are_one_line_without_traceback(tmp_path, args, message):
+    (tmp_path / "junk.onnx").write_bytes(b"this is not a model")
+    (tmp_path / "bad.csv").write_bytes(b"\xff\xfe\x00garbage\n\x00\x00")
+    result = run(*args, cwd=tmp_path)
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:"), result.stderr
+    assert message in lines[0]
+
+
+def test_score_with_a_missing_column_names_it(tmp_path):
+    model = tmp_path / "p.onnx"
+    assert run("quickstart", "-o", str(model), cwd=tmp_path).returncode == 0
+    pd.read_csv(DATA / "cars.csv").to_csv(tmp_path / "other.csv", index=False)
+    result = run("score", str(model), str(tmp_path / "other.csv"), "-o", str(tmp_path / "o.csv"))
+    assert result.returncode == 1
+    assert "'bill_length_mm'" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "o.csv").exists()

@@ -1,0 +1,153 @@
+"""score: feeds from any table, batching, row identity, missing values and bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pandas as pd
+import pytest
+from sklearn.compose import ColumnTransformer
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+
+import onegraph
+from onegraph.errors import ColumnTypeError, DataError, ModelFileError, UnknownCategoryError
+from onegraph.frame import OneHotEncoder, SimpleImputer, StandardScaler
+
+NUMERIC = ["bill_length_mm", "bill_depth_mm", "flipper_length_mm", "body_mass_g", "year"]
+TEXT = ["island", "sex"]
+
+
+@pytest.fixture(scope="module")
+def fitted(penguins):
+    frame = penguins.drop(columns="species")
+    pipe = make_pipeline(
+        ColumnTransformer([
+            ("num", make_pipeline(SimpleImputer(), StandardScaler()), NUMERIC),
+            ("cat", make_pipeline(SimpleImputer(strategy="most_frequent"), OneHotEncoder(handle_unknown="ignore")), TEXT),
+        ]),
+        LogisticRegression(max_iter=1000),
+    ).fit(frame, penguins["species"])
+    return pipe, onegraph.build(pipe, None, frame), frame
+
+
+def expected(pipe, frame: pd.DataFrame) -> pd.DataFrame:
+    proba = pipe.predict_proba(frame)
+    out = pd.DataFrame({"label": pipe.predict(frame)}, index=frame.index)
+    for j, c in enumerate(pipe.classes_):
+        out[f"probabilities_{c}"] = proba[:, j]
+    return out
+
+
+def assert_scores(got: pd.DataFrame, want: pd.DataFrame) -> None:
+    assert list(got.columns) == list(want.columns)
+    assert (got["label"].to_numpy() == want["label"].to_numpy()).all()
+    np.testing.assert_allclose(got.iloc[:, 1:].to_numpy(float), want.iloc[:, 1:].to_numpy(float), rtol=1e-9, atol=1e-12)
+
+
+def test_index_is_kept_and_batches_agree(fitted):
+    pipe, model, frame = fitted
+    shuffled = frame.sample(frac=1.0, random_state=1)
+    got = onegraph.score(model, shuffled)
+    assert list(got.index) == list(shuffled.index)
+    assert_scores(got, expected(pipe, shuffled))
+    small = onegraph.Session(model, batch_size=7)
+    assert_scores(small.score(shuffled), expected(pipe, shuffled))
+
+
+def test_missing_values_of_every_kind_get_the_imputed_answer(fitted):
+    """NaN, None, pd.NA in numeric and text columns: scored as scikit-learn scores the imputed row."""
+    pipe, model, frame = fitted
+    rows = frame.head(6).copy()
+    rows.loc[rows.index[0], "bill_length_mm"] = np.nan
+    rows.loc[rows.index[1], "island"] = None
+    rows.loc[rows.index[2], "sex"] = np.nan
+    nullable = rows.astype({"year": "Int64", "body_mass_g": "Float64", "sex": "string[pyarrow]"})
+    nullable.loc[nullable.index[3], "year"] = pd.NA
+    nullable.loc[nullable.index[4], "body_mass_g"] = pd.NA
+    nullable.loc[nullable.index[5], "sex"] = pd.NA
+    reference = nullable.astype({"year": "float64", "body_mass_g": "float64", "sex": "object"})
+    assert_scores(onegraph.score(model, nullable), expected(pipe, reference))
+
+
+def test_single_row_from_dict_and_records(fitted):
+    pipe, model, frame = fitted
+    row = frame.iloc[[3]]  # penguin 4 has no measurements at all
+    record = {k: (None if pd.isna(v) else v) for k, v in row.iloc[0].to_dict().items()}
+    want = expected(pipe, row).reset_index(drop=True)
+    assert_scores(onegraph.score(model, record), want)
+    assert_scores(onegraph.score(model, [record]), want)
+    assert_scores(onegraph.score(model, {**record, "extra column": "ignored"}), want)
+
+
+def test_empty_frame_gives_empty_scores(fitted):
+    _, model, frame = fitted
+    got = onegraph.score(model, frame.head(0))
+    assert len(got) == 0
+    assert list(got.columns) == ["label", "probabilities_Adelie", "probabilities_Chinstrap", "probabilities_Gentoo"]
+
+
+def test_unseen_category_with_ignore_scores_like_scikit_learn(fitted):
+    pipe, model, frame = fitted
+    rows = frame.head(3).assign(island=["Atlantis", "Dream", "Biscoe"])
+    assert_scores(onegraph.score(model, rows), expected(pipe, rows))
+
+
+def test_unseen_category_with_error_is_refused(penguins):
+    frame = penguins.drop(columns="species")
+    pipe = make_pipeline(
+        ColumnTransformer([("cat", make_pipeline(SimpleImputer(strategy="most_frequent"), OneHotEncoder()), TEXT),
+                           ("num", make_pipeline(SimpleImputer(), StandardScaler()), NUMERIC)]),
+        LogisticRegression(max_iter=1000),
+    ).fit(frame, penguins["species"])
+    model = onegraph.build(pipe, None, frame)
+    assert any(o.name.startswith("onegraph.check:unknown:") for o in model.graph.output)
+    rows = frame.head(4).assign(sex=["male", "unknown", "female", None])
+    with pytest.raises(UnknownCategoryError, match="'sex'.*'unknown'.*row 1"):
+        onegraph.score(model, rows)
+    got = onegraph.score(model, frame.head(4))  # known values (and a missing one, imputed) pass
+    assert "onegraph.check:unknown:sex" not in got.columns
+
+
+def test_wrong_types_are_named(fitted):
+    _, model, frame = fitted
+    with pytest.raises(ColumnTypeError, match="'island'.*int64 values in a text column"):
+        onegraph.score(model, frame.head(2).assign(island=[1, 2]))
+    with pytest.raises(ColumnTypeError, match="'year'"):
+        onegraph.score(model, frame.head(2).assign(year=["2007", "later"]))
+    with pytest.raises(DataError, match="different lengths|values where other"):
+        onegraph.score(model, {"island": ["Dream", "Biscoe"], "sex": ["male"], **{c: [1.0, 2.0] for c in NUMERIC}})
+
+
+def test_bad_model_inputs_are_named(tmp_path):
+    with pytest.raises(ModelFileError, match="does not exist"):
+        onegraph.score(tmp_path / "nope.onnx", {"a": 1})
+    junk = tmp_path / "junk.onnx"
+    junk.write_bytes(b"\x00\x01garbage" * 10)
+    with pytest.raises(ModelFileError):
+        onegraph.score(junk, {"a": 1})
+
+
+def test_models_not_built_by_onegraph_are_fed_by_input_names(tmp_path):
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph([helper.make_node("Add", ["a", "b"], ["y"])], "g",
+                              [helper.make_tensor_value_info("a", TensorProto.DOUBLE, [None]),
+                               helper.make_tensor_value_info("b", TensorProto.DOUBLE, [None])],
+                              [helper.make_tensor_value_info("y", TensorProto.DOUBLE, [None])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    got = onegraph.score(model, pd.DataFrame({"a": [1.0, 2.0], "b": [10.0, np.nan]}))
+    np.testing.assert_array_equal(got["y"].to_numpy(), [11.0, np.nan])
+
+
+def test_cached_session_follows_the_file(fitted, tmp_path, penguins):
+    pipe, model, frame = fitted
+    path = tmp_path / "m.onnx"
+    onegraph.save_model(model, path)
+    first = onegraph.score(path, frame.head(2))
+    scaler = StandardScaler().fit(frame[NUMERIC])
+    onegraph.build(scaler, None, frame, path=path)  # rewritten in place: a new session is opened
+    second = onegraph.score(path, frame.head(2))
+    assert "label" in first.columns and list(second.columns) == NUMERIC
+    loaded = onnx.load(path)
+    assert loaded.graph.output[0].name in ("bill_length_mm", "bill_length_mm.out")
