@@ -18,7 +18,14 @@ from sklearn.ensemble import (
     RandomForestClassifier,
     RandomForestRegressor,
 )
-from sklearn.linear_model import LinearRegression, LogisticRegression, Ridge
+from sklearn.linear_model import (
+    HuberRegressor,
+    Lasso,
+    LinearRegression,
+    LogisticRegression,
+    Ridge,
+    SGDRegressor,
+)
 from sklearn.pipeline import make_pipeline
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
@@ -85,7 +92,7 @@ def test_binary_classifiers(penguins, estimator):
 
 
 REGRESSORS = [
-    LinearRegression(), Ridge(alpha=0.5),
+    LinearRegression(), Ridge(alpha=0.5), Lasso(alpha=0.01), HuberRegressor(), SGDRegressor(random_state=0),
     RandomForestRegressor(n_estimators=20, random_state=0),
     DecisionTreeRegressor(random_state=0),
     GradientBoostingRegressor(n_estimators=40, random_state=0),

@@ -425,6 +425,9 @@ def _string_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
             return _all_missing_feed(spec, len(values))
         raise ColumnTypeError(spec.name, f"{dtype} values in a text column", hint=_hint(spec))
     if _is_string_dtype(dtype):
+        pa_array = getattr(values, "_pa_array", None)
+        if pa_array is not None and len(values) > 4096:
+            return _arrow_texts(pa_array)
         return values.to_numpy(dtype=object, na_value=MISSING_STRING)
     if _all_missing(values):
         return _all_missing_feed(spec, len(values))
@@ -434,6 +437,19 @@ def _string_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
         if pa.types.is_dictionary(dtype.pyarrow_dtype):
             return _string_feed(spec, values.astype(pd.ArrowDtype(dtype.pyarrow_dtype.value_type)))
     raise ColumnTypeError(spec.name, f"{dtype} values in a text column", hint=_hint(spec))
+
+
+def _arrow_texts(pa_array: Any) -> np.ndarray:
+    """Arrow strings -> object array through a dictionary: each distinct string becomes one Python object
+    (half the time of a per-row conversion for categorical columns, and onnxruntime encodes each once)."""
+    import pyarrow.compute as pc
+
+    filled = pc.fill_null(pa_array, MISSING_STRING)
+    if hasattr(filled, "combine_chunks"):
+        filled = filled.combine_chunks()
+    encoded = filled.dictionary_encode()
+    words = np.asarray(encoded.dictionary.to_pylist(), dtype=object)
+    return words[encoded.indices.to_numpy(zero_copy_only=False)]
 
 
 def _datetime_feed(spec: ColumnSpec, values: Any) -> np.ndarray:

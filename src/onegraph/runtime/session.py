@@ -10,6 +10,7 @@ input's. Rows a step refuses (a category never seen in fit, with ``handle_unknow
 from __future__ import annotations
 
 import os
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -129,8 +130,11 @@ class Session:
         if n <= self.batch_size:
             results = self._call(feeds)
         else:
-            parts = [self._call({k: v[i:i + self.batch_size] for k, v in feeds.items()})
-                     for i in range(0, n, self.batch_size)]
+            chunks = [{k: v[i:i + self.batch_size] for k, v in feeds.items()} for i in range(0, n, self.batch_size)]
+            # onnxruntime releases the GIL while it runs: batches in parallel use the cores its own
+            # intra-op threads leave idle (string conversion, lookups); outputs keep the row order
+            with ThreadPoolExecutor(max_workers=min(len(chunks), os.cpu_count() or 1, 4)) as pool:
+                parts = list(pool.map(self._call, chunks))
             results = [np.concatenate([p[j] for p in parts]) for j in range(len(self._output_names))]
         if self._checks:
             self._raise_checks(results, data)

@@ -1,27 +1,17 @@
-"""The ``onegraph`` command line: each sub-command is a thin call into the packages.
-
-Errors from onegraph (bad data, bad model files, unsupported objects) print as one line on stderr and
-exit non-zero, without a traceback.
-"""
+"""The main job's commands: quickstart, build, score, show."""
 
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from onegraph.cli.app import app, err, out
 from onegraph.errors import OnegraphError
-
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Turn a DataFrame pipeline into one verified ONNX graph, and run it.")
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 # -- quickstart -----------------------------------------------------------------------------------
@@ -203,19 +193,3 @@ def show(
     for key, value in info["metadata"].items():
         if key not in ("inputs", "outputs"):
             out.print(f"{key}: {value}")
-
-
-def main() -> None:
-    """Entry point of the ``onegraph`` console script."""
-    try:
-        app()
-    except OnegraphError as exc:
-        err.print(f"error: {exc}", markup=False, soft_wrap=True)
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
-        err.print("interrupted")
-        sys.exit(130)
-
-
-if __name__ == "__main__":
-    main()

@@ -1,0 +1,3 @@
+from onegraph.cli import main
+
+main()
