@@ -24,8 +24,11 @@ from sklearn.linear_model import (
     LinearRegression,
     LogisticRegression,
     Ridge,
+    RidgeClassifier,
+    SGDClassifier,
     SGDRegressor,
 )
+from sklearn.svm import LinearSVC
 from sklearn.pipeline import make_pipeline
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
@@ -132,6 +135,26 @@ def test_cars_with_missing_values_and_text(cars, estimator):
     ])
     pipe = make_pipeline(pre, estimator).fit(frame, cars["Origin"])
     check_against_sklearn(pipe, frame)
+
+
+@pytest.mark.parametrize("estimator", [SGDClassifier(loss="log_loss", random_state=0),
+                                       SGDClassifier(loss="modified_huber", random_state=0)],
+                         ids=lambda e: e.loss)
+@pytest.mark.parametrize("target", ["species", "sex"])
+def test_sgd_one_vs_rest_probabilities(penguins, estimator, target):
+    frame = penguins.dropna(subset=[target])
+    y = frame.pop(target)
+    pre = ColumnTransformer([("num", make_pipeline(SimpleImputer(), StandardScaler()), PENGUIN_NUMERIC)])
+    check_against_sklearn(make_pipeline(pre, estimator).fit(frame, y), frame, rtol=1e-9)
+
+
+@pytest.mark.parametrize("estimator", [LinearSVC(), RidgeClassifier()], ids=lambda e: type(e).__name__)
+def test_classifiers_without_probabilities_give_labels(penguins, estimator):
+    frame = penguins.drop(columns="species")
+    pipe = make_pipeline(penguin_preprocessing(), estimator).fit(frame, penguins["species"])
+    model = onegraph.build(pipe, None, frame)
+    assert [o.name for o in model.graph.output] == ["label"]
+    assert (onegraph.score(model, frame)["label"].to_numpy() == pipe.predict(frame)).all()
 
 
 def test_multi_output_regressor(cars):

@@ -48,10 +48,13 @@ class ParityReport:
 
     @property
     def ok(self) -> bool:
-        return all(o.ok for o in self.outputs)
+        """True when every output agrees, and at least one output was compared."""
+        return bool(self.outputs) and all(o.ok for o in self.outputs)
 
     @property
     def failed(self) -> list[str]:
+        if not self.outputs:
+            return ["(no output could be compared)"]
         return [o.name for o in self.outputs if not o.ok]
 
     def __str__(self) -> str:
@@ -114,8 +117,12 @@ def _expected(pipeline: Any, model: Any, frame: pd.DataFrame) -> dict[str, Any]:
     if model is None:
         names = [str(n) for n in pipeline.get_feature_names_out()]
         return {n: _as_graph_values(n, c) for n, c in zip(names, _columns(x))}
+    from sklearn.base import is_classifier
+
     if hasattr(model, "predict_proba"):
         return {"label": np.asarray(model.predict(x)), "probabilities": np.asarray(model.predict_proba(x))}
+    if is_classifier(model):
+        return {"label": np.asarray(model.predict(x))}
     return {"prediction": np.asarray(model.predict(x))}
 
 

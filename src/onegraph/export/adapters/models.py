@@ -36,6 +36,11 @@ class ModelOutputs:
         return cls({"label": label, "probabilities": probabilities}, [_plain(c) for c in classes])
 
     @classmethod
+    def label_only(cls, label: ir.Value, classes: Any) -> ModelOutputs:
+        """A classifier without ``predict_proba`` (LinearSVC, RidgeClassifier...): its label alone."""
+        return cls({"label": label}, [_plain(c) for c in classes])
+
+    @classmethod
     def regressor(cls, prediction: ir.Value) -> ModelOutputs:
         return cls({"prediction": prediction})
 
@@ -109,6 +114,8 @@ def _skl2onnx_model(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
         raise ExportError(f"cannot convert {type(model).__name__} with skl2onnx: {exc}",
                           hint="use a supported model (linear models, trees, forests, boosting)") from None
     outs = splice(g, proto, {"X": x}, prefix=g.unique(type(model).__name__) + "/", what=type(model).__name__)
+    if classifier and not hasattr(model, "predict_proba"):
+        return ModelOutputs.label_only(outs["label"], model.classes_)
     if classifier:
         proba = outs["probabilities"]
         if proba.dtype != DOUBLE:
