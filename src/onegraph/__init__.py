@@ -7,14 +7,40 @@ Main entry points::
     model = onegraph.build(preprocessing, classifier, sample=train_df, path="model.onnx")
     onegraph.score("model.onnx", new_rows)          # -> DataFrame of label / probabilities
     onegraph.parity(preprocessing, classifier, test_df)
+
+Attributes are imported on first use, so ``import onegraph`` (and the command line's start) stays fast.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.1.0"
 
-from onegraph import errors  # noqa: E402
-from onegraph.export import build  # noqa: E402
-from onegraph.io import load_model, save_model  # noqa: E402
-from onegraph.runtime import Session, score  # noqa: E402
-from onegraph.verify import parity  # noqa: E402
+_LAZY = {
+    "build": "onegraph.export",
+    "score": "onegraph.runtime",
+    "Session": "onegraph.runtime",
+    "parity": "onegraph.verify",
+    "load_model": "onegraph.io",
+    "save_model": "onegraph.io",
+    "errors": "onegraph.errors",
+}
 
-__all__ = ["__version__", "build", "score", "parity", "Session", "load_model", "save_model", "errors"]
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'onegraph' has no attribute {name!r}")
+    value = importlib.import_module(module)
+    if name != "errors":
+        value = getattr(value, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -28,6 +28,7 @@ def quickstart(
 
     import onegraph
     from onegraph.datasets import load_penguins, penguins_path
+    from onegraph.runtime import cached_session
     from onegraph.frame import OneHotEncoder, SimpleImputer, StandardScaler
 
     df = load_penguins()
@@ -45,7 +46,7 @@ def quickstart(
     out.print(f"data      {penguins_path()} ({len(df)} rows; {len(train)} to fit, {len(test)} to check)")
     onegraph.build(pipeline, None, train, path=output)
     model_bytes = output.stat().st_size
-    inputs = onegraph.runtime.cached_session(output).input_names
+    inputs = cached_session(output).input_names
     out.print(f"model     {output} ({model_bytes / 1024:.1f} KiB): inputs {', '.join(inputs)}; "
               "outputs label, probabilities")
     report = onegraph.parity(pipeline, None, test, onnx_model=output)
@@ -144,10 +145,10 @@ def score(
                     ] = None,
 ) -> None:
     """Score DATA with MODEL and write one row of outputs per input row, in order."""
-    import onegraph
     from onegraph.io import read_table, write_table
+    from onegraph.runtime import cached_session
 
-    session = onegraph.runtime.cached_session(model)
+    session = cached_session(model)
     frame = read_table(data, dtypes={s.name: s.kind for s in session.inputs})
     start = time.perf_counter()
     scores = session.score(frame)
