@@ -260,7 +260,7 @@ def convert_graph(unit: onnx.ModelProto, src: int, dst: int, where: str, notes: 
         refs[node.name] = [attr for attr in node.attributes.values() if attr.is_ref()]
     _constant_inputs(model, src, dst, records, notes, where)
     if any(not r.ok for r in records.values()):
-        return unit, list(records.values())
+        return unit, _unreached(records)
 
     base = ir.serde.serialize_model(model)
     planned = adapters.preempted(src, dst)
@@ -268,7 +268,7 @@ def convert_graph(unit: onnx.ModelProto, src: int, dst: int, where: str, notes: 
         trial = ir.serde.deserialize_model(base)
         failed = _apply_adapters(trial, planned, src, dst, records)
         if failed:
-            return unit, list(records.values())
+            return unit, _unreached(records)
         proto = ir.serde.serialize_model(trial)
         proto.opset_import.append(onnx.helper.make_opsetid(TARGET_DOMAIN, 1))
         try:
@@ -290,7 +290,7 @@ def convert_graph(unit: onnx.ModelProto, src: int, dst: int, where: str, notes: 
                         continue
             if not any(not r.ok for r in records.values()):
                 raise ConversionError(f"onnx's version converter failed on {where}: {_short(message)}") from None
-            return unit, list(records.values())
+            return unit, _unreached(records)
 
     converted = ir.serde.deserialize_model(out)
     for node in ir.traversal.RecursiveGraphIterator(converted.graph):
@@ -308,6 +308,13 @@ def convert_graph(unit: onnx.ModelProto, src: int, dst: int, where: str, notes: 
     del result.opset_import[:]
     result.opset_import.extend(kept)
     return result, list(records.values())
+
+
+def _unreached(records: dict[str, NodeConversion]) -> list[NodeConversion]:
+    for rec in records.values():
+        if rec.domain in _DEFAULT and not rec.how:
+            rec.how = "not converted: the conversion stopped at the refused nodes"
+    return list(records.values())
 
 
 def _apply_adapters(model: ir.Model, planned: set[str], src: int, dst: int,

@@ -16,6 +16,7 @@ Adapters (operator: what it does):
 * ``Resize`` 11+ -> ``Resize``-10 / ``Upsample``-9 / ``Upsample``-7: the old operators map coordinates
   ``asymmetric``-ally and round ``nearest`` down; the node converts when it computes the same (that
   mapping, or ``nearest`` with whole scale factors, where every mapping picks the same pixel), else refuses;
+* ``Reshape`` 14 -> 13 and below: ``allowzero=1`` dropped when the (constant) shape holds no 0;
 * ``Split`` 18 -> 13..17 and below: ``num_outputs`` becomes explicit sizes (the axis length must be known
   when it does not divide evenly);
 * ``LayerNormalization`` 17 -> below 17 (no earlier version): decomposed into ReduceMean / Sub / Mul / Sqrt /
@@ -127,6 +128,10 @@ def relabel(node: ir.Node, ctx: Context) -> Rewrite:
     if target is None:
         raise Refusal(f"{node.op_type} does not exist at opset {ctx.dst}")
     allowed_attrs = set(target.attributes)
+    source = schema(node.op_type, ctx.src)
+    for name in [a for a in node.attributes if a not in allowed_attrs]:
+        if _is_default(node.attributes[name], source):
+            del node.attributes[name]  # set to the value its absence means: the older version is the same
     extra = [a for a in node.attributes if a not in allowed_attrs]
     if extra:
         raise Refusal(f"attribute(s) {', '.join(extra)} do not exist in {node.op_type}-{target.since_version}")
@@ -143,6 +148,17 @@ def relabel(node: ir.Node, ctx: Context) -> Rewrite:
             raise Refusal(f"input {value.name!r} is {actual}, which {node.op_type}-{target.since_version} does not admit")
     node.domain = TARGET_DOMAIN
     return Rewrite([], list(node.outputs), f"kept as is: {TYPE_ONLY[node.op_type]}")
+
+
+def _is_default(attr: ir.Attr, source: onnx.defs.OpSchema | None) -> bool:
+    """True when ``attr`` holds the default value of its definition in ``source``."""
+    if source is None or attr.is_ref() or attr.name not in source.attributes:
+        return False
+    default = source.attributes[attr.name].default_value
+    if default is None or not default.name:
+        return False
+    return onnx.helper.get_attribute_value(default) == onnx.helper.get_attribute_value(
+        ir.serde.serialize_attribute(attr))
 
 
 def _variadic(formal) -> bool:
@@ -322,6 +338,20 @@ def layer_normalization(node: ir.Node, ctx: Context) -> Rewrite:
     return Rewrite(b.nodes, outs, f"decomposed into ReduceMean/Sub/Mul/Sqrt/Div over axes {axes}")
 
 
+def reshape(node: ir.Node, ctx: Context) -> Rewrite:
+    """Reshape-14 -> 13 and below: ``allowzero=1`` only matters when the shape holds a 0."""
+    if node.attributes.get_int("allowzero", 0):
+        shape = constant_input(node.inputs[1], ctx.src)
+        if not shape.known:
+            raise Refusal(f"allowzero=1 with a shape that is not constant ({shape.how}): a 0 in it would "
+                          "mean 'keep the dimension' at the target opset")
+        if (shape.value == 0).any():
+            raise Refusal(f"allowzero=1 with a 0 in its shape {shape.value.tolist()}: the target opset "
+                          "copies that dimension instead")
+        del node.attributes["allowzero"]
+    return relabel(node, ctx)
+
+
 def softmax(node: ir.Node, ctx: Context) -> Rewrite:
     """Softmax-13 family -> 12: the old versions coerce the input to 2-D at ``axis``."""
     axis = node.attributes.get_int("axis", -1)
@@ -347,6 +377,7 @@ ADAPTERS: dict[str, Callable[[ir.Node, Context], Rewrite]] = {
     "Gather": gather,
     "Resize": resize,
     "Split": split,
+    "Reshape": reshape,
     "LayerNormalization": layer_normalization,
     "Softmax": softmax,
     "LogSoftmax": softmax,
@@ -389,4 +420,6 @@ def apply(node: ir.Node, rewrite: Rewrite) -> None:
     unused = [v for v, n in zip(node.outputs, outputs) if n is None and (v.uses() or v.is_graph_output())]
     if unused:
         raise Refusal(f"output {unused[0].name!r} has no equivalent at the target opset")
+    for new_node in rewrite.nodes:  # what described the node (source scope, statistics) describes its parts
+        new_node.metadata_props.update(node.metadata_props)
     ir.convenience.replace_nodes_and_values(graph, node, [node], rewrite.nodes, old, new)

@@ -110,7 +110,7 @@ def restore(model: onnx.ModelProto, snap: Snapshot) -> list[str]:
     for name, props in snap.node_props.items():
         if name in nodes:
             _merge(nodes[name], props)
-        else:
+        elif not any(n.startswith(f"{name}/") for n in nodes):  # an adapter's parts carry it already
             lost.append(f"metadata_props of node {name!r}: the node was replaced")
     inits = {t.name: t for t in g.initializer}
     for name, props in snap.initializer_props.items():
