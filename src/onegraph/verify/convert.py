@@ -199,14 +199,26 @@ def _describe_other_domains(rec: NodeConversion, local: set, original: onnx.Mode
                        "not with the default domain")
             return
         rec.to_version = since(rec.op_type, ml_opset, ML_DOMAIN)
+        target = adapters.schema(rec.op_type, ml_opset, ML_DOMAIN)
+        node = next((n for n in _all_nodes(original) if (n.name or n.op_type) == rec.name
+                     and n.op_type == rec.op_type), None)
+        missing = [a.name for a in node.attribute if a.name not in target.attributes] if node and target else None
         if rec.to_version == rec.from_version:
             rec.how = f"same definition at ai.onnx.ml opset {ml_opset}: kept"
+        elif missing == []:
+            rec.how = (f"kept: every attribute it uses exists in {rec.op_type}-{rec.to_version} "
+                       "(the versions in between only added attributes)")
         else:
             rec.ok = False
             rec.how = (f"its definition changes between ai.onnx.ml opsets {ml_src} and {ml_opset} "
-                       f"(v{rec.from_version} -> v{rec.to_version or '-'}) and onegraph has no adapter for it")
+                       f"(v{rec.from_version} -> v{rec.to_version or '-'})"
+                       + (f" and attribute(s) {', '.join(missing)} do not exist there" if missing else ""))
     else:
         rec.how = f"kept: domain {rec.domain!r} is not converted (no definitions to convert between)"
+
+
+def _all_nodes(model: onnx.ModelProto) -> list[onnx.NodeProto]:
+    return list(model.graph.node) + [n for f in model.functions for n in f.node]
 
 
 def _convert_function(f: onnx.FunctionProto, model_src: int, dst: int, notes: list[str]

@@ -62,6 +62,9 @@ TYPE_ONLY = {
     "Shape": "Shape-15 added optional start/end attributes", "Size": "new versions only admit more types",
     "Reshape": "Reshape-14 added the optional allowzero attribute",
     "Constant": "new versions only added value_* attributes",
+    "ConstantOfShape": "new versions only admit more types (bfloat16, float8, int4)",
+    "Expand": "new versions only admit more types", "Squeeze": "Squeeze-21 and later only admit more types",
+    "Unsqueeze": "Unsqueeze-21 and later only admit more types",
 }
 
 
