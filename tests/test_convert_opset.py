@@ -264,3 +264,25 @@ def test_changed_values_fail_unless_accepted():
         assert not report.ok and report.agreement.outputs[0].max_abs > 1e-3
     finally:
         conv.adapters.PREEMPT.update(saved)
+
+
+def test_cli_convert_writes_only_verified_models(tmp_path):
+    from typer.testing import CliRunner
+
+    from onegraph.cli import app
+
+    model, feeds, _ = torch_model("cnn")
+    src = tmp_path / "cnn.onnx"
+    src.write_bytes(model)
+    out = tmp_path / "cnn9.onnx"
+    result = CliRunner().invoke(app, ["convert", str(src), "--opset", "9", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "Upsample-9" in result.output and "result: ok" in result.output
+    assert opset_of(out.read_bytes()) == 9 and src.read_bytes() == model
+    refused = tmp_path / "refused.onnx"
+    model = resize_model(mode="linear")
+    bad = tmp_path / "linear.onnx"
+    onnx.save(model, bad)
+    result = CliRunner().invoke(app, ["convert", str(bad), "--opset", "9", "-o", str(refused)])
+    assert result.exit_code != 0 and "REFUSED" in result.output and not refused.exists()
+    assert not list(tmp_path.glob(".*.tmp"))

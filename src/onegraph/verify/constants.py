@@ -17,6 +17,9 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
+#: domain of the nodes already rewritten for the target opset during a conversion (see opset_adapters)
+TARGET_DOMAIN = "onegraph.converted"
+
 #: operators whose value depends on more than their inputs: never folded
 _NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
                      "Bernoulli"}
@@ -55,6 +58,10 @@ def constant_input(value: ir.Value | None, opset: int) -> Constant:
             return Constant(value.const_value.numpy(), "overridable initializer")
         return Constant(None, f"{value.name!r} is a graph input, not an initializer")
     tensor = ir.convenience.get_const_tensor(value)
+    producer = value.producer()
+    if tensor is None and producer is not None and producer.op_type == "Constant" \
+            and producer.domain == TARGET_DOMAIN and "value" in producer.attributes:
+        tensor = producer.attributes["value"].as_tensor()  # a Constant node already relabelled
     if tensor is not None:
         return Constant(tensor.numpy(), "initializer" if value.is_initializer() else "Constant node")
     return _fold(value, opset)

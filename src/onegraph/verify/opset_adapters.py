@@ -34,10 +34,7 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
-from onegraph.verify.constants import constant_input
-
-#: domain of the nodes already at the target opset while onnx's converter runs
-TARGET_DOMAIN = "onegraph.converted"
+from onegraph.verify.constants import TARGET_DOMAIN, constant_input
 
 #: operators whose version bumps (in the default domain) changed only the admitted types or the text
 TYPE_ONLY = {
