@@ -98,6 +98,17 @@ class RuntimeFailure(OnegraphError):
     """onnxruntime failed while running a model."""
 
 
+class ConversionError(OnegraphError):
+    """A model conversion (opset, float16) was refused or changed the model's values.
+
+    ``report`` holds the per-operator report and the verification table.
+    """
+
+    def __init__(self, message: str, report=None, *, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.report = report
+
+
 __all__ = [
     "OnegraphError",
     "DataError",
@@ -108,4 +119,5 @@ __all__ = [
     "ParityError",
     "ModelFileError",
     "RuntimeFailure",
+    "ConversionError",
 ]
