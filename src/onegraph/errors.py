@@ -27,6 +27,10 @@ class OnegraphError(Exception):
         super().__init__(f"{message}. {hint}" if hint else message)
 
 
+class ConfigError(OnegraphError, ValueError):
+    """An argument or option has a value onegraph cannot work with."""
+
+
 class DataError(OnegraphError):
     """The data given (a DataFrame, a file of rows, a dict of columns) cannot be used."""
 
@@ -111,6 +115,7 @@ class ConversionError(OnegraphError):
 
 __all__ = [
     "OnegraphError",
+    "ConfigError",
     "DataError",
     "MissingColumnError",
     "ColumnTypeError",

@@ -94,8 +94,13 @@ def build(
 
     import onegraph
     from onegraph.export import auto
-    from onegraph.io import read_table
+    from onegraph.io import check_output_path, read_table
 
+    check_output_path(output)
+    if not 0 < test_size < 1:
+        raise OnegraphError(f"--test-size {test_size} is not a fraction", hint="give a number between 0 and 1, e.g. 0.2")
+    if seed < 0:
+        raise OnegraphError(f"--seed {seed} is negative", hint="give a seed between 0 and 2**32 - 1")
     frame = read_table(data)
     if target not in frame.columns:
         raise OnegraphError(f"target column {target!r} is not in {data}",
@@ -104,10 +109,8 @@ def build(
     if len(frame) < 10:
         raise OnegraphError(f"{data} has {len(frame)} rows with a target value; at least 10 are needed")
     y = frame.pop(target)
-    if task == "auto":
-        task = auto.infer_task(y)
-    if task not in ("classification", "regression"):
-        raise OnegraphError(f"unknown task {task!r}", hint="use classification, regression or auto")
+    task = auto.check_task(y, task)
+    frame = auto.prepare(frame)
     name = model if model != "auto" else ("logistic" if task == "classification" else "ridge")
     plan = auto.plan(frame)
     estimator = auto.make_model(name, task, seed)
@@ -120,7 +123,10 @@ def build(
               f"{len(plan.numeric)} numeric, {len(plan.text)} categorical columns")
     from sklearn.pipeline import Pipeline
 
-    pipeline = Pipeline([("preprocess", plan.preprocessing), ("model", estimator)]).fit(train, y_train)
+    try:
+        pipeline = Pipeline([("preprocess", plan.preprocessing), ("model", estimator)]).fit(train, y_train)
+    except (ValueError, TypeError) as exc:  # scikit-learn's own complaints about the data
+        raise OnegraphError(f"fitting {type(estimator).__name__} on {data} failed: {exc}") from None
     onegraph.build(pipeline, None, train, path=output)
     report = onegraph.parity(pipeline, None, test, onnx_model=output)
     quality = pipeline.score(test, y_test)
@@ -145,15 +151,17 @@ def score(
                     ] = None,
 ) -> None:
     """Score DATA with MODEL and write one row of outputs per input row, in order."""
-    from onegraph.io import read_table, write_table
+    from onegraph.io import check_output_path, read_table, write_table
     from onegraph.runtime import cached_session
 
+    check_output_path(output)
     session = cached_session(model)
     frame = read_table(data, dtypes={s.name: s.kind for s in session.inputs})
     start = time.perf_counter()
     scores = session.score(frame)
     elapsed = time.perf_counter() - start
     if keep:
+        keep = list(dict.fromkeys(keep))
         missing = [k for k in keep if k not in frame.columns]
         if missing:
             raise OnegraphError(f"--keep column {missing[0]!r} is not in {data}")

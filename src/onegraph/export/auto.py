@@ -14,7 +14,9 @@ Columns whose values are all distinct text (identifiers, free text) are left out
 from __future__ import annotations
 
 import dataclasses
+import re
 
+import numpy as np
 import pandas as pd
 from sklearn.compose import ColumnTransformer
 from sklearn.pipeline import Pipeline
@@ -32,7 +34,7 @@ CLASSIFIERS = {
     "extra_trees": ("sklearn.ensemble", "ExtraTreesClassifier", {"n_estimators": 100}),
 }
 REGRESSORS = {
-    "linear": ("sklearn.linear_model", "Ridge", {"alpha": 1e-6}),
+    "linear": ("sklearn.linear_model", "LinearRegression", {}),
     "ridge": ("sklearn.linear_model", "Ridge", {}),
     "random_forest": ("sklearn.ensemble", "RandomForestRegressor", {"n_estimators": 100}),
     "gradient_boosting": ("sklearn.ensemble", "GradientBoostingRegressor", {}),
@@ -66,21 +68,71 @@ def infer_task(target: pd.Series) -> str:
                           hint="choose a numeric or categorical target")
 
 
+def check_task(target: pd.Series, task: str) -> str:
+    """The task for ``target``: ``task`` checked against the values, or inferred when ``"auto"``.
+
+    Raises :class:`~onegraph.errors.DataError` for a single-class target, or regression on text.
+    """
+    if task == "auto":
+        task = infer_task(target)
+    if task not in ("classification", "regression"):
+        raise DataError(f"unknown task {task!r}", hint="use classification, regression or auto")
+    if task == "classification" and target.nunique(dropna=True) < 2:
+        raise DataError(f"target column {target.name!r} has a single class ({target.dropna().iloc[0]!r})",
+                        hint="a classifier needs at least two classes in the data")
+    if task == "regression" and spec_for(str(target.name), target).kind not in ("float", "int", "bool"):
+        raise DataError(f"target column {target.name!r} holds {spec_for(str(target.name), target).kind} values; "
+                        "regression needs numbers", hint="use --task classification")
+    return task
+
+
+def prepare(frame: pd.DataFrame) -> pd.DataFrame:
+    """Columns as automatic preprocessing wants them: bool columns become nullable (so the model accepts
+    missing values when scoring); infinities are refused, naming the column."""
+    out = frame.copy()
+    for c in frame.columns:
+        spec = spec_for(str(c), frame[c])
+        if spec.kind == "bool" and spec.onnx_type == "bool":
+            out[c] = frame[c].astype("boolean")
+        if spec.kind == "float" and np.isinf(frame[c].to_numpy(dtype=float, na_value=np.nan)).any():
+            raise ColumnTypeError(str(c), "holds infinite values", hint="replace them (e.g. with NaN) before building")
+    return out
+
+
+_INDEX_COLUMN = re.compile(r"^Unnamed: \d+$")
+
+
+def _leave_out(name: str, values: pd.Series, kind: str) -> str | None:
+    """Why a column makes a poor feature, or None."""
+    present = values.dropna()
+    if present.empty:
+        return "every value is missing"
+    if present.nunique() == 1 and len(present) == len(values):
+        return "a single value"
+    if _INDEX_COLUMN.match(name):
+        return "a written DataFrame index"
+    distinct = len(present) > 20 and present.nunique() == len(present)
+    if distinct and kind == "string":
+        return "all values distinct (an identifier or free text)"
+    if distinct and kind == "int" and (present.is_monotonic_increasing or present.is_monotonic_decreasing):
+        return "all values distinct and ordered (a row number or identifier)"
+    return None
+
+
 def plan(frame: pd.DataFrame) -> Plan:
     """The preprocessing for the feature columns of ``frame``."""
     numeric, text, skipped = [], [], {}
     for c in frame.columns:
         spec = spec_for(str(c), frame[c])
-        if spec.kind in ("float", "int", "bool"):
-            numeric.append(str(c))
+        why = _leave_out(str(c), frame[c], spec.kind)
+        if why is None and spec.kind not in ("float", "int", "bool", "string"):
+            why = f"{spec.kind} columns are not used by automatic preprocessing"
+        if why is not None:
+            skipped[str(c)] = why
         elif spec.kind == "string":
-            values = frame[c].dropna()
-            if len(values) > 20 and values.nunique() == len(values):
-                skipped[str(c)] = "all values distinct (an identifier or free text)"
-            else:
-                text.append(str(c))
+            text.append(str(c))
         else:
-            skipped[str(c)] = f"{spec.kind} columns are not used by automatic preprocessing"
+            numeric.append(str(c))
     if not numeric and not text:
         raise DataError("no usable feature column", hint="give numeric or categorical columns besides the target")
     steps = []

@@ -99,6 +99,10 @@ def build(preprocessing: Any, model: Any = None, sample: Any = None, *, path: st
     """
     if sample is None:
         raise ExportError("build needs a sample of the input rows", hint="pass sample=<a DataFrame of inputs>")
+    for what, obj in (("preprocessing", preprocessing), ("model", model)):
+        if obj is not None and not hasattr(obj, "get_params"):
+            raise ExportError(f"{what} must be a fitted scikit-learn-compatible object, not a {type(obj).__name__}",
+                              hint="pass the fitted transformer / pipeline / estimator itself")
     preprocessing, model = split_pipeline(preprocessing, model)
     if preprocessing is None and model is None:
         raise ExportError("nothing to build: both preprocessing and model are None")
@@ -106,6 +110,9 @@ def build(preprocessing: Any, model: Any = None, sample: Any = None, *, path: st
     if len(frame) == 0:
         raise ExportError("the sample has no rows", hint="give at least one row (more make a better parity check)")
     names = input_columns(preprocessing, model, frame)
+    if "" in names:
+        raise ExportError("a column has an empty name, which an ONNX graph input cannot have",
+                          hint="rename it (e.g. frame.rename(columns={'': 'unnamed'})) and fit again")
     specs = [spec_for(n, frame[_column_key(frame, n)]) for n in names]
 
     ir_model, specs, outputs = _emit(preprocessing, model, specs, name)
@@ -140,12 +147,14 @@ def _emit(preprocessing: Any, model: Any, specs: list[ColumnSpec], name: str):
     g = GraphBuilder(name)
     cols = [Col(s.name, s.kind, g.input(s.name, _INPUT_TYPES[s.onnx_type]), _INPUT_TYPES[s.onnx_type]) for s in specs]
     input_names = {s.name for s in specs}
+    zones = {s.name: s.tz for s in specs if s.tz}
     if preprocessing is not None:
         cols = emit_step(preprocessing, g, cols, step_name(preprocessing))
         if not cols:
             raise ExportError("the preprocessing outputs no column", hint="check its column selection")
     outputs: list[dict] = []
     if model is not None:
+        _check_model_inputs(model, cols)
         x = g.matrix(cols, DOUBLE)
         with g.scope(step_name(model), model):
             result = emit_model(model, g, x)
@@ -167,7 +176,10 @@ def _emit(preprocessing: Any, model: Any, specs: list[ColumnSpec], name: str):
                 g.graph.outputs.append(value)
             else:
                 g.output(value, out_name, c.dtype)
-            outputs.append({"name": out_name, "column": c.name, "role": "feature", "kind": c.kind})
+            entry = {"name": out_name, "column": c.name, "role": "feature", "kind": c.kind}
+            if c.kind == "datetime" and zones.get(c.name):
+                entry["tz"] = zones[c.name]  # scored back as tz-aware datetimes
+            outputs.append(entry)
     for out in g.graph.outputs:
         if out.name.startswith(CHECK_UNKNOWN):
             outputs.append({"name": out.name, "column": out.name[len(CHECK_UNKNOWN):], "role": "check",
@@ -176,6 +188,20 @@ def _emit(preprocessing: Any, model: Any, specs: list[ColumnSpec], name: str):
     _clean(ir_model)
     used = {v.name for v in ir_model.graph.inputs}
     return ir_model, [s for s in specs if s.name in used], outputs
+
+
+def _check_model_inputs(model: Any, cols: list[Col]) -> None:
+    """A model takes a matrix of numbers: say which columns are not, and what to do."""
+    bad = [c for c in cols if c.kind in ("string", "datetime", "timedelta")]
+    if not bad:
+        return
+    names = ", ".join(repr(c.name) for c in bad[:5]) + (" ..." if len(bad) > 5 else "")
+    if getattr(model, "_preprocessor", None) is not None or getattr(model, "categorical_features", None) not in (
+            None, "from_dtype"):
+        raise ExportError(f"{type(model).__name__} uses native categorical features ({names}), which cannot be "
+                          "exported yet", hint="one-hot or ordinal-encode those columns before the model")
+    raise ExportError(f"{type(model).__name__} takes numbers, but {bad[0].kind} column(s) {names} reach it",
+                      hint="encode them before the model (onegraph.frame.OneHotEncoder, OrdinalEncoder, DateParts)")
 
 
 def _output_name(name: str, taken: set[str]) -> str:

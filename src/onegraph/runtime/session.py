@@ -17,7 +17,7 @@ import numpy as np
 import onnxruntime as ort
 import pandas as pd
 
-from onegraph.errors import DataError, MissingColumnError, ModelFileError, RuntimeFailure, UnknownCategoryError
+from onegraph.errors import ConfigError, DataError, MissingColumnError, ModelFileError, RuntimeFailure, UnknownCategoryError
 from onegraph.frame.data import column_reader
 from onegraph.frame.schema import MISSING_STRING, NA_INT64, ColumnSpec, single_row_feeds, to_feed
 from onegraph.io import load_model, model_bytes
@@ -49,6 +49,9 @@ class Session:
     """
 
     def __init__(self, model: Any, *, threads: int | None = None, batch_size: int = 65536) -> None:
+        if int(batch_size) < 1 or (threads is not None and int(threads) < 0):
+            raise ConfigError(f"batch_size={batch_size!r}, threads={threads!r}: batch_size must be >= 1 and "
+                              "threads >= 0 (0: onnxruntime's default)")
         data = model_bytes(model)
         options = ort.SessionOptions()
         options.log_severity_level = 3
@@ -184,7 +187,7 @@ class Session:
             if value.ndim == 2 and value.shape[1] == 1 and out.get("role") != "probabilities":
                 value = value[:, 0]
             if out.get("role") == "feature":
-                value = _column(value, out.get("kind"))
+                value = _column(value, out.get("kind"), out.get("tz"))
             arrays.append(value)
         key = tuple(a.shape[1] if a.ndim == 2 else 0 for a in arrays)
         template = self._templates.get(key)
@@ -205,7 +208,7 @@ class Session:
         return FrameTemplate(layout)
 
 
-def _column(value: np.ndarray, kind: str | None) -> Any:
+def _column(value: np.ndarray, kind: str | None, tz: str | None = None) -> Any:
     """An output array as a DataFrame column, missing values written the pandas way."""
     if value.dtype == object:
         missing = value == MISSING_STRING
@@ -214,7 +217,8 @@ def _column(value: np.ndarray, kind: str | None) -> Any:
             value[missing] = None
         return value
     if kind == "datetime":
-        return pd.to_datetime(value, unit="ns")
+        stamps = pd.to_datetime(value, unit="ns")
+        return stamps.tz_localize("UTC").tz_convert(tz) if tz else stamps
     if kind == "timedelta":
         return pd.to_timedelta(value, unit="ns")
     if kind == "int" and value.dtype == np.int64 and (value == NA_INT64).any():
