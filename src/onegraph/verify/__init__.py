@@ -1,5 +1,8 @@
-"""Verification: parity with the source objects (and, later, checking, conversion, runtime comparison)."""
+"""Verification: parity with the source objects, and checking untrusted models in an isolated process."""
 
-from onegraph.verify.parity import OutputParity, ParityReport, parity
+from onegraph import _lazy
 
 __all__ = ["OutputParity", "ParityReport", "parity"]
+_lazy.exports(__name__, {
+    "OutputParity": "onegraph.verify.parity", "ParityReport": "onegraph.verify.parity", "parity": "onegraph.verify.parity",
+})
