@@ -20,6 +20,7 @@ from onegraph.frame.data import as_pandas
 from onegraph.frame.schema import ColumnSpec, spec_for
 from onegraph.frame.transformers.categorical import CHECK_UNKNOWN
 from onegraph.meta import schema as meta
+from onegraph.verify import guard
 
 _INPUT_TYPES = {"double": DOUBLE, "float": FLOAT, "int64": INT64, "bool": BOOL, "string": STRING}
 
@@ -110,6 +111,7 @@ def build(preprocessing: Any, model: Any = None, sample: Any = None, *, path: st
 
     ir_model, specs, outputs = _emit(preprocessing, model, specs, name)
     proto = _finish(ir_model, specs, outputs, model)
+    guard.trust(proto.SerializeToString())  # made and checked here: opening it needs no pre-check
     if check_parity:
         from onegraph.verify.parity import parity
 
