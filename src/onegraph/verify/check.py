@@ -26,6 +26,7 @@ from onegraph.verify.sandbox import Unavailable, Worker, shared
 from onegraph.verify.stages import STAGES
 
 _FINISHED = ("ok", "findings", "skipped")
+_PREREQUISITES = ("parse", "static")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,9 +161,12 @@ def run_stages(worker: Worker, source: Source, stages: Sequence[str], limits: Li
     status = {s: "not run" for s in stages}
     crashed: list[str] = []
     while True:
-        run = [s for s in stages if s not in crashed]
-        if "parse" not in run and run:
-            run.insert(0, "parse")  # a fresh process parses again; its parse findings are already known
+        # a fresh process parses (and runs the static checks, which decide what the runtime stage may read)
+        # again; the findings of stages already finished are known and dropped
+        pending = [s for s in stages if status[s] == "not run"]
+        if crashed and not pending:
+            return findings, status
+        run = [s for s in stages if s not in crashed and (s in _PREREQUISITES or s in pending)]
         try:
             outcome = worker.check(source.data, folder=source.folder, stages=run, limits=limits)
         except Unavailable as exc:

@@ -29,6 +29,7 @@ CODES: dict[str, tuple[str, str, str]] = {
     "C004": ("memory-limit", ERROR, "checking the model needed more memory than the limit"),
     "C005": ("time-limit", ERROR, "checking the model took more CPU or wall time than the limit"),
     "C006": ("file-size-limit", ERROR, "native code tried to write a file larger than the limit"),
+    "C007": ("invalid-utf8", ERROR, "a name or other string field holds bytes that are not UTF-8"),
     # external data
     "C101": ("external-absolute", ERROR, "an external-data location is an absolute path"),
     "C102": ("external-traversal", ERROR, "an external-data location contains '..'"),
@@ -108,6 +109,10 @@ class Finding:
     severity: str = ""
 
     def __post_init__(self) -> None:
+        for name in ("message", "field", "node", "tensor"):
+            value = getattr(self, name)
+            if isinstance(value, bytes):  # a name that is not UTF-8, straight from the protobuf
+                object.__setattr__(self, name, value.decode("utf-8", "backslashreplace"))
         if self.code not in CODES:
             raise ValueError(f"unknown finding code {self.code}")
         if not self.severity:

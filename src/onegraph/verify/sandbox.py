@@ -71,6 +71,9 @@ class Worker:
         env["PYTHONPATH"] = os.pathsep.join([root] + [p for p in [env.get("PYTHONPATH")] if p])
         # glibc reserves 64 MiB of address space per thread arena: two keep RLIMIT_AS about the model
         env.update(MALLOC_ARENA_MAX="2", OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1")
+        # onnxruntime >= 1.2x keeps a telemetry database under ~/.cache and sends it over the network from
+        # a background thread: a checker writes no files and talks to nobody
+        env["ORT_DISABLE_TELEMETRY"] = "1"
         env.update(self._env)
         try:
             self._proc = subprocess.Popen(

@@ -51,6 +51,9 @@ def _parse(state: State) -> list[Finding]:
     except MemoryError:
         raise
     except Exception as exc:  # DecodeError, or RuntimeError from upb
+        if "alloc failed" in str(exc):  # upb's arena hit the memory limit
+            return [Finding("C004", f"parsing {len(state.data):,} bytes ran out of memory (limit "
+                            f"{state.memory:,} bytes)", "process", stage="parse")]
         return [Finding("C001", f"{len(state.data):,} bytes do not parse as an ONNX model ({_text(exc)})", "file",
                         stage="parse")]
     if not model.HasField("graph"):
@@ -80,7 +83,12 @@ def _checker(state: State) -> list[Finding] | None:
 
         model = onnx.ModelProto()
         model.CopyFrom(state.model)
-        load_external_data_for_model(model, state.folder)
+        try:
+            load_external_data_for_model(model, state.folder)
+        except MemoryError:
+            raise
+        except Exception as exc:  # onnx's own checks of the files refuse them
+            return [_native("C501", exc, "checker")]
         data = model.SerializeToString()
     try:
         onnx.checker.check_model(data, full_check=True)

@@ -147,7 +147,16 @@ graph (float[2] x) => (float[2] y) { y = Add (x, ghost) }"""), ["C303"], "issue 
         """<ir_version: 10, opset_import: ["" : 21, "com.example": 1]>
 graph (float[2] x) => (float[2] y) { y = com.example.Mystery (x) }"""), ["C403"],
                               "issue 7: operators onnxruntime cannot run"),
+    "checker-segfault-labelencoder.onnx": ("onnx.checker segfault found by onegraph's fuzzer", lambda: _parsed(
+        """<ir_version: 10, opset_import: ["" : 21, "ai.onnx.ml" : 4]>
+graph (float[N] x) => (int64[N] y) {
+   n = Resize (x)
+   y = ai.onnx.ml.LabelEncoder <keys_floats = [1.0], values_int64s = [1]> (n)
+}"""), ["C003"], "bench/fuzz.py case 237 of seed 20240617: onnx 1.23.2 full_check segfaults in LabelEncoder "
+                 "shape inference when its input has no type (Resize without scales or sizes)"),
 }
+#: the onnx release the crash cases above crash (a later one may report C501 / C502 instead)
+CRASHES_WITH_ONNX = "1.23.2"
 #: file -> (crash class, how it is made, codes, public report) for cases made from bytes, not models
 BYTE_CASES = {
     "truncated.onnx": ("truncated file", "the first half of valid.onnx", ["C001"], "fuzzing of onnx loading"),
@@ -191,6 +200,8 @@ def main(folder: Path = HERE) -> None:
     for name, (what, build, codes, source) in CASES.items():
         (folder / name).write_bytes(build().SerializeToString())
         manifest[name] = {"class": what, "codes": codes, "source": source}
+        if "C003" in codes:
+            manifest[name]["onnx"] = CRASHES_WITH_ONNX
     valid = _valid().SerializeToString()
     (folder / "valid.onnx").write_bytes(valid)
     (folder / "truncated.onnx").write_bytes(valid[: len(valid) // 2])

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import onnx
 
 from onegraph.verify.findings import Finding
-from onegraph.verify.static import operators, rules, structure, tensors
+from onegraph.verify.static import operators, rules, strings, structure, tensors
 from onegraph.verify.static.walk import bodies, domain_of
 from onegraph.verify.static.walk import tensors as stored_tensors
 
@@ -33,7 +33,8 @@ def static_findings(model: onnx.ModelProto, *, folder: str | None = None, memory
     Returns
     -------
     list of Finding
-        External data (C10x), stored tensors (C20x), wiring (C30x), operators and versions (C40x), in that
+        Names that are not UTF-8 (C007; ``model`` is fixed in place so the rest can compare names), then
+        external data (C10x), stored tensors (C20x), wiring (C30x), operators and versions (C40x), in that
         order per graph. One C109 at most.
     """
     found = list(_all(model, folder, memory))
@@ -45,6 +46,7 @@ def _all(model: onnx.ModelProto, folder: str | None, memory: int) -> Iterator[Fi
     if not model.HasField("graph"):
         yield Finding("C002", "the model holds no graph", "graph")
         return
+    yield from strings.sanitize(model)
     yield from operators.check_versions(model)
     functions = operators.local_functions(model)
     for body in bodies(model):

@@ -71,6 +71,8 @@ class Registry:
     @functools.lru_cache(maxsize=4096)  # noqa: B019 - one registry per process
     def schema(self, domain: str, op_type: str, opset: int) -> Schema | None:
         """The schema in force for ``op_type`` at ``opset`` of ``domain``, or None."""
+        if not 0 < opset < 2**31:
+            return None  # reported as C401; onnx's binding takes 32-bit versions only
         try:
             s = onnx.defs.get_schema(op_type, opset, domain)
             return Schema.of(s, domain, bool(s.has_function or s.has_context_dependent_function))
