@@ -48,7 +48,7 @@ def test_raw_data_and_typed_data_sizes():
     assert codes(matmul(w)) == []
     w.raw_data = w.raw_data[:-1]
     [f] = static_findings(matmul(w))
-    assert f.code == "C201" and f.tensor == "W" and f.field == "graph.initializer[0].raw_data" and "23 bytes" in f.message
+    assert (f.code, f.tensor, f.field) == ("C201", "W", "graph.initializer[0].raw_data") and "23 bytes" in f.message
     typed = helper.make_tensor("W", TensorProto.FLOAT, [2, 3], [1.0] * 6)
     del typed.float_data[-1]
     assert codes(matmul(typed)) == ["C205"]

@@ -120,7 +120,7 @@ def build(
     from sklearn.pipeline import Pipeline
 
     pipeline = Pipeline([("preprocess", plan.preprocessing), ("model", estimator)]).fit(train, y_train)
-    onegraph.build(pipeline, None, train, path=output)
+    onegraph.build(pipeline, None, train, path=output, metadata={"training_data": {"name": data.name}})
     report = onegraph.parity(pipeline, None, test, onnx_model=output)
     quality = pipeline.score(test, y_test)
     metric = "accuracy" if task == "classification" else "R^2"

@@ -4,5 +4,6 @@ from onegraph import _lazy
 
 __all__ = ["OutputParity", "ParityReport", "parity"]
 _lazy.exports(__name__, {
-    "OutputParity": "onegraph.verify.parity", "ParityReport": "onegraph.verify.parity", "parity": "onegraph.verify.parity",
+    "OutputParity": "onegraph.verify.parity", "ParityReport": "onegraph.verify.parity",
+    "parity": "onegraph.verify.parity",
 })

@@ -23,7 +23,7 @@ SEVERITIES = (ERROR, WARNING, INFO)
 #: code -> (name, default severity, what it means). Codes C9xx mean "could not check" (exit code 2).
 CODES: dict[str, tuple[str, str, str]] = {
     # the file and the checking process
-    "C001": ("not-a-model", ERROR, "the bytes do not parse as an ONNX ModelProto (truncated, corrupt or another format)"),
+    "C001": ("not-a-model", ERROR, "the bytes do not parse as an ONNX ModelProto (truncated, corrupt, other format)"),
     "C002": ("no-graph", ERROR, "the model holds no graph"),
     "C003": ("crash", ERROR, "native code crashed (segfault, abort, ...) while checking; the stage is named"),
     "C004": ("memory-limit", ERROR, "checking the model needed more memory than the limit"),
@@ -50,7 +50,7 @@ CODES: dict[str, tuple[str, str, str]] = {
     "C205": ("typed-data-count", ERROR, "the number of values in a typed data field does not match dims"),
     "C206": ("bad-dtype", ERROR, "a tensor's data type is undefined or unknown"),
     # graph structure
-    "C301": ("input-count", ERROR, "a node's inputs do not match its operator schema (count, or a required input empty)"),
+    "C301": ("input-count", ERROR, "a node's inputs do not match its operator schema (count, or a required one empty)"),
     "C302": ("output-count", ERROR, "a node's outputs do not match its operator schema"),
     "C303": ("undefined-input", ERROR, "a node uses a value nothing defines"),
     "C304": ("cycle", ERROR, "nodes (or model-local functions) depend on each other in a cycle"),

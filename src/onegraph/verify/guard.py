@@ -24,6 +24,7 @@ _ALL = frozenset(s for stages in PURPOSES.values() for s in stages)
 _CACHE: OrderedDict[tuple[bytes, str | None], frozenset[str]] = OrderedDict()
 _CACHE_SIZE = 512
 _LOCK = threading.Lock()
+_ANY_FOLDER = "\x00any"
 
 
 class UnsafeModelError(ModelFileError):
@@ -57,9 +58,10 @@ def _key(data: bytes, folder: str | None) -> tuple[bytes, str | None]:
     return hashlib.sha256(data).digest(), folder
 
 
-def trust(data: bytes, folder: str | None = None) -> None:
-    """Record ``data`` as safe to open (a model this process built and checked itself)."""
-    _remember(_key(data, folder), _ALL)
+def trust(data: bytes) -> None:
+    """Record ``data`` as safe to open from any folder (a model this process built and checked itself,
+    which keeps every tensor in the file)."""
+    _remember((hashlib.sha256(data).digest(), _ANY_FOLDER), _ALL)
 
 
 def _remember(key: tuple[bytes, str | None], stages: frozenset[str]) -> None:
@@ -96,9 +98,10 @@ def ensure_safe(data: bytes, *, folder: str | None, label: str, purpose: str, li
     stages = PURPOSES[purpose]
     key = _key(data, folder)
     with _LOCK:
-        if set(stages) <= _CACHE.get(key, frozenset()):
-            _CACHE.move_to_end(key)
-            return
+        for known in (key, (key[0], _ANY_FOLDER)):
+            if set(stages) <= _CACHE.get(known, frozenset()):
+                _CACHE.move_to_end(known)
+                return
     from onegraph.verify.check import Source, check
 
     if limits is None:
