@@ -13,11 +13,12 @@ DATA = Path(__file__).parent / "data"
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
+    """The real command line, in its own process."""
     return subprocess.run([sys.executable, "-m", "onegraph.cli", *args], capture_output=True, text=True, timeout=300)
 
 
-def test_clean_model_exits_0():
-    result = run("check", str(CORPUS / "valid.onnx"))
+def test_clean_model_exits_0(cli):
+    result = cli("check", str(CORPUS / "valid.onnx"))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "clean" in result.stdout and "exit code 0" in result.stdout
 
@@ -34,24 +35,24 @@ def test_findings_exit_1_with_codes_in_json():
     assert report["limits"]["memory"] == 4 << 30 and "memory" in report["limits"]["enforced"]
 
 
-def test_unreadable_model_exits_2(tmp_path):
-    result = run("check", str(tmp_path / "absent.onnx"))
+def test_unreadable_model_exits_2(cli, tmp_path):
+    result = cli("check", str(tmp_path / "absent.onnx"))
     assert result.returncode == 2 and "C901" in result.stdout
 
 
-def test_limits_and_stages_options(tmp_path):
-    result = run("check", str(CORPUS / "valid.onnx"), "--limits", "memory=1G,cpu=5,wall=30", "--stages",
+def test_limits_and_stages_options(cli):
+    result = cli("check", str(CORPUS / "valid.onnx"), "--limits", "memory=1G,cpu=5,wall=30", "--stages",
                  "parse,static", "--json")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["stages"] == {"parse": "ok", "static": "ok"} and report["limits"]["memory"] == 1 << 30
-    result = run("check", str(CORPUS / "valid.onnx"), "--limits", "memory=lots")
+    result = cli("check", str(CORPUS / "valid.onnx"), "--limits", "memory=lots")
     assert result.returncode == 1 and result.stderr.startswith("error: limit memory='lots'")
 
 
-def test_score_and_show_refuse_a_malformed_model_in_one_line(tmp_path):
-    result = run("score", str(CORPUS / "imputer-no-input.onnx"), str(DATA / "cars.csv"), "-o", str(tmp_path / "s.csv"))
+def test_score_and_show_refuse_a_malformed_model_in_one_line(cli, tmp_path):
+    result = cli("score", str(CORPUS / "imputer-no-input.onnx"), str(DATA / "cars.csv"), "-o", str(tmp_path / "s.csv"))
     assert result.returncode == 1
     assert result.stderr.count("\n") == 1 and "C301" in result.stderr and "Traceback" not in result.stderr
-    result = run("show", str(CORPUS / "truncated.onnx"))
+    result = cli("show", str(CORPUS / "truncated.onnx"))
     assert result.returncode == 1 and "is not a valid ONNX model" in result.stderr

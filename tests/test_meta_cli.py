@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 import onegraph
 
 
-def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "onegraph.cli", "meta", *args], capture_output=True, text=True,
-                          timeout=300)
+@pytest.fixture
+def run(cli):
+    return lambda *args: cli("meta", *args)
 
 
 @pytest.fixture(scope="module")
@@ -31,13 +29,13 @@ def model(penguins, tmp_path_factory):
     return path
 
 
-def test_a_model_written_by_build_validates(model):
+def test_a_model_written_by_build_validates(run, model):
     result = run("validate", str(model))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "onegraph fields valid (schema version 2)" in result.stdout
 
 
-def test_show_json(model):
+def test_show_json(run, model):
     result = run("show", str(model), "--json")
     assert result.returncode == 0, result.stderr
     shown = json.loads(result.stdout)
@@ -45,7 +43,7 @@ def test_show_json(model):
     assert shown["fields"]["hyperparameters"]["n_estimators"] == 3 and shown["errors"] == []
 
 
-def test_set_writes_a_copy_and_diff_shows_it(model, tmp_path):
+def test_set_writes_a_copy_and_diff_shows_it(run, model, tmp_path):
     out = tmp_path / "tagged.onnx"
     before = model.read_bytes()
     result = run("set", str(model), "author=Ada Lovelace", "license=Apache-2.0", "intended_use=teaching",
@@ -63,7 +61,7 @@ def test_set_writes_a_copy_and_diff_shows_it(model, tmp_path):
     assert "author" not in json.loads(run("show", str(out), "--json").stdout)["fields"]
 
 
-def test_set_refuses_bad_values_and_missing_destination(model, tmp_path):
+def test_set_refuses_bad_values_and_missing_destination(run, model, tmp_path):
     result = run("set", str(model), 'training_data={"rows": -5}', "-o", str(tmp_path / "x.onnx"))
     assert result.returncode == 1 and "org.onegraph.training_data" in result.stderr and "rows" in result.stderr
     assert not (tmp_path / "x.onnx").exists()
@@ -71,7 +69,7 @@ def test_set_refuses_bad_values_and_missing_destination(model, tmp_path):
     assert result.returncode == 1 and "-o OUT or --in-place" in result.stderr
 
 
-def test_validate_names_each_malformed_key(model, tmp_path):
+def test_validate_names_each_malformed_key(run, model, tmp_path):
     import onnx
 
     proto = onnx.load(model)

@@ -142,12 +142,13 @@ def score(
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the scores (.csv or .parquet).")],
     keep: Annotated[Optional[list[str]], typer.Option(help="Input column to copy into the output (repeatable).")
                     ] = None,
+    trusted: Annotated[bool, typer.Option("--trusted", help="Skip the isolated pre-check of MODEL.")] = False,
 ) -> None:
     """Score DATA with MODEL and write one row of outputs per input row, in order."""
     import onegraph
     from onegraph.io import read_table, write_table
 
-    session = onegraph.runtime.cached_session(model)
+    session = onegraph.runtime.cached_session(model, trusted=trusted)
     frame = read_table(data, dtypes={s.name: s.kind for s in session.inputs})
     start = time.perf_counter()
     scores = session.score(frame)
@@ -168,11 +169,12 @@ def score(
 def show(
     model: Annotated[Path, typer.Argument(help="An ONNX model.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+    trusted: Annotated[bool, typer.Option("--trusted", help="Skip the isolated pre-parse of MODEL.")] = False,
 ) -> None:
     """Print a model's inputs (with their column types), outputs and metadata."""
     from onegraph.inspect import describe
 
-    info = describe(model)
+    info = describe(model, trusted=trusted)
     if as_json:
         out.print_json(json.dumps(info, default=str))
         return

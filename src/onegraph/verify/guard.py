@@ -47,7 +47,7 @@ class UnsafeModelError(ModelFileError):
             message = f"{label} holds no graph; it is not an ONNX model"
         else:
             message = f"{label} was not opened: {first}{more}"
-        target = label if label != "the model bytes" else "MODEL"
+        target = label.removeprefix("model file ") if label != "the model bytes" else "MODEL"
         super().__init__(message, hint=f"`onegraph check {target}` prints every finding; pass trusted=True "
                          "(command line: --trusted) only for files you trust")
         self.findings = findings
