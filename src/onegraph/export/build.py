@@ -261,9 +261,11 @@ def _finish(ir_model: ir.Model, specs: list[ColumnSpec], outputs: list[dict], mo
 
 
 def qualified_name(obj: Any) -> str:
-    """``sklearn.linear_model.LogisticRegression``: the public module path (private parts dropped)."""
-    module = ".".join(p for p in type(obj).__module__.split(".") if not p.startswith("_"))
-    return f"{module}.{type(obj).__qualname__}"
+    """``sklearn.linear_model.LogisticRegression``: the public module path of ``obj``'s class (private parts
+    dropped)."""
+    from onegraph.meta.model import qualified_name as name_of
+
+    return name_of(type(obj))
 
 
 def _jsonable(entry: dict) -> dict:

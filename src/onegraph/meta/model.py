@@ -172,10 +172,15 @@ def _jsonable(value: Any, depth: int = 0) -> Any:
         return [_jsonable(v, depth + 1) for v in value]
     if isinstance(value, dict) and depth < 4:
         return {str(k): _jsonable(v, depth + 1) for k, v in value.items()}
-    cls = value if isinstance(value, type) else type(value)
-    module = ".".join(p for p in cls.__module__.split(".") if not p.startswith("_"))
-    return f"{module}.{cls.__qualname__}" if not callable(value) or isinstance(value, type) or hasattr(
-        value, "get_params") else f"{module}.{getattr(value, '__qualname__', cls.__qualname__)}"
+    named = isinstance(value, type) or (callable(value) and hasattr(value, "__qualname__"))
+    return qualified_name(value if named else type(value))  # a class or function by name, an object by class
+
+
+def qualified_name(target: Any) -> str:
+    """``sklearn.linear_model.LogisticRegression`` for a class or function: its public module path (private
+    parts such as ``_logistic`` dropped) and qualified name."""
+    module = ".".join(p for p in (getattr(target, "__module__", None) or "").split(".") if not p.startswith("_"))
+    return f"{module}.{target.__qualname__}" if module else target.__qualname__
 
 
 def dtypes_in_use(proto: onnx.ModelProto) -> list[str]:
