@@ -95,6 +95,7 @@ def test_bad_limits_and_stages_are_refused():
     assert Limits.parse("memory=1.5G,cpu=10,fsize=0") == Limits(memory=int(1.5 * (1 << 30)), cpu=10.0, fsize=0)
     with pytest.raises(OnegraphError, match="unknown check stage"):
         check(VALID, stages=("parse", "fly"))
+    assert check(VALID, stages=("runtime", "static")).stages == {"parse": "ok", "static": "ok", "runtime": "ok"}
 
 
 def test_model_proto_and_ir_model_are_checked_as_bytes():

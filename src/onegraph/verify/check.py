@@ -83,7 +83,8 @@ def check(model: Any, *, limits: Limits | None = None, stages: Sequence[str] = S
         Memory / CPU / wall-time / file-size limits of the check (:class:`~onegraph.verify.limits.Limits`).
     stages:
         Any of ``parse``, ``static`` (the checks ``onnx.checker`` does not make), ``checker``
-        (``onnx.checker.check_model(full_check=True)``), ``runtime`` (open it in onnxruntime), in this order.
+        (``onnx.checker.check_model(full_check=True)``), ``runtime`` (open it in onnxruntime); they run in this
+        order, and ``parse`` always runs.
     folder:
         Folder external-data locations are relative to; by default the model file's folder (none for bytes).
 
@@ -100,7 +101,7 @@ def check(model: Any, *, limits: Limits | None = None, stages: Sequence[str] = S
     against code execution (it runs as the same user).
     """
     limits = limits or Limits()
-    _validate_stages(stages)
+    stages = _stages(stages)
     worker, lock = shared()
     with lock:
         return _check_one(worker, model, limits, stages, folder)
@@ -114,7 +115,7 @@ def check_many(models: Iterable[Any], *, limits: Limits | None = None, stages: S
     :class:`Source` objects.
     """
     limits = limits or Limits()
-    _validate_stages(stages)
+    stages = _stages(stages)
     pool: queue.SimpleQueue[Worker] = queue.SimpleQueue()
     made = [Worker() for _ in range(max(1, workers))]
     for w in made:
@@ -182,9 +183,11 @@ def run_stages(worker: Worker, source: Source, stages: Sequence[str], limits: Li
         crashed.append(outcome.died_in)
 
 
-def _validate_stages(stages: Sequence[str]) -> None:
+def _stages(stages: Sequence[str]) -> list[str]:
+    """``stages`` in their order, with ``parse`` (every other stage needs the parsed model)."""
     from onegraph.errors import OnegraphError
 
     unknown = [s for s in stages if s not in STAGES]
     if unknown or not stages:
         raise OnegraphError(f"unknown check stage(s) {unknown or stages}", hint=f"use some of {', '.join(STAGES)}")
+    return [s for s in STAGES if s in stages or s == "parse"]
