@@ -8,39 +8,15 @@ Main entry points::
     onegraph.score("model.onnx", new_rows)          # -> DataFrame of label / probabilities
     onegraph.parity(preprocessing, classifier, test_df)
 
-Attributes are imported on first use, so ``import onegraph`` (and the command line's start) stays fast.
+Attributes are imported on first use (scikit-learn and pandas load only when something needs them).
 """
-
-from __future__ import annotations
-
-import importlib
-from typing import Any
 
 __version__ = "0.1.0"
 
-_LAZY = {
-    "build": "onegraph.export",
-    "score": "onegraph.runtime",
-    "Session": "onegraph.runtime",
-    "parity": "onegraph.verify",
-    "load_model": "onegraph.io",
-    "save_model": "onegraph.io",
-    "errors": "onegraph.errors",
-}
+from onegraph import _lazy, errors  # noqa: E402
 
-__all__ = ["__version__", *_LAZY]
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'onegraph' has no attribute {name!r}")
-    value = importlib.import_module(module)
-    if name != "errors":
-        value = getattr(value, name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__all__ = ["__version__", "build", "score", "parity", "Session", "load_model", "save_model", "errors"]
+_lazy.exports(__name__, {
+    "build": "onegraph.export.build", "score": "onegraph.runtime.score", "Session": "onegraph.runtime.session",
+    "parity": "onegraph.verify.parity", "load_model": "onegraph.io", "save_model": "onegraph.io",
+})

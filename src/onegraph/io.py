@@ -104,11 +104,52 @@ def model_bytes(model: Any) -> bytes:
                          hint="give a path to a .onnx file, its bytes, or an onnx.ModelProto")
 
 
-def load_model(model: Any) -> onnx.ModelProto:
-    """Parse a model (path, bytes, ModelProto) into an ``onnx.ModelProto``; errors name the file."""
+def read_model(model: Any, *, trusted: bool = False, purpose: str = "parse") -> Any:
+    """The one loader every onegraph reader goes through: the model's bytes, pre-checked.
+
+    Parameters
+    ----------
+    model:
+        Path to a ``.onnx`` file, its bytes, an ``onnx.ModelProto`` or an ``onnx_ir.Model``.
+    trusted:
+        Skip the pre-check (for files you made or trust): the bytes go straight to the caller.
+    purpose:
+        What the caller does next: ``parse`` (parse the protobuf) or ``run`` (open an onnxruntime session).
+        The pre-check runs the matching stages of :func:`onegraph.verify.check.check` in an isolated
+        process, once per content and folder (see :mod:`onegraph.verify.guard`).
+
+    Returns
+    -------
+    onegraph.verify.check.Source
+        ``data`` (the bytes), ``folder`` (the file's folder, for external data; None for bytes) and
+        ``label`` (how errors name the model).
+
+    Raises
+    ------
+    ModelFileError
+        for a missing or unreadable file; :class:`~onegraph.verify.guard.UnsafeModelError` (a
+        ``ModelFileError``) naming the first error finding of the pre-check.
+    """
+    from onegraph.verify.check import Source
+    from onegraph.verify.guard import ensure_safe
+
+    data = model_bytes(model)
+    folder = str(Path(model).resolve().parent) if isinstance(model, (str, os.PathLike)) else None
+    label = _label(model)
+    if not trusted:
+        ensure_safe(data, folder=folder, label=label, purpose=purpose)
+    return Source(data, folder, label)
+
+
+def load_model(model: Any, *, trusted: bool = False) -> onnx.ModelProto:
+    """Parse a model (path, bytes, ModelProto) into an ``onnx.ModelProto``; errors name the file.
+
+    Unless ``trusted``, the bytes are first parsed in an isolated process (:func:`read_model`), so a file
+    that would crash the protobuf parser raises :class:`~onegraph.errors.ModelFileError` instead.
+    """
     if isinstance(model, onnx.ModelProto):
         return model
-    data = model_bytes(model)
+    data = read_model(model, trusted=trusted, purpose="parse").data
     proto = onnx.ModelProto()
     try:
         proto.ParseFromString(data)

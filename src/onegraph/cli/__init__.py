@@ -16,6 +16,8 @@ from onegraph.errors import OnegraphError
 COMMAND_MODULES = [
     "onegraph.cli.core",
     "onegraph.cli.convert",
+    "onegraph.cli.check",
+    "onegraph.cli.meta",
 ]
 
 for _module in COMMAND_MODULES:

@@ -127,7 +127,7 @@ def build(
         pipeline = Pipeline([("preprocess", plan.preprocessing), ("model", estimator)]).fit(train, y_train)
     except (ValueError, TypeError) as exc:  # scikit-learn's own complaints about the data
         raise OnegraphError(f"fitting {type(estimator).__name__} on {data} failed: {exc}") from None
-    onegraph.build(pipeline, None, train, path=output)
+    onegraph.build(pipeline, None, train, path=output, metadata={"training_data": {"name": data.name}})
     report = onegraph.parity(pipeline, None, test, onnx_model=output)
     quality = pipeline.score(test, y_test)
     metric = "accuracy" if task == "classification" else "R^2"
@@ -149,13 +149,14 @@ def score(
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the scores (.csv or .parquet).")],
     keep: Annotated[Optional[list[str]], typer.Option(help="Input column to copy into the output (repeatable).")
                     ] = None,
+    trusted: Annotated[bool, typer.Option("--trusted", help="Skip the isolated pre-check of MODEL.")] = False,
 ) -> None:
     """Score DATA with MODEL and write one row of outputs per input row, in order."""
     from onegraph.io import check_output_path, read_table, write_table
     from onegraph.runtime import cached_session
 
     check_output_path(output)
-    session = cached_session(model)
+    session = cached_session(model, trusted=trusted)
     frame = read_table(data, dtypes={s.name: s.kind for s in session.inputs})
     start = time.perf_counter()
     scores = session.score(frame)
@@ -177,11 +178,12 @@ def score(
 def show(
     model: Annotated[Path, typer.Argument(help="An ONNX model.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+    trusted: Annotated[bool, typer.Option("--trusted", help="Skip the isolated pre-parse of MODEL.")] = False,
 ) -> None:
     """Print a model's inputs (with their column types), outputs and metadata."""
     from onegraph.inspect import describe
 
-    info = describe(model)
+    info = describe(model, trusted=trusted)
     if as_json:
         out.print_json(json.dumps(info, default=str))
         return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,7 @@ from onegraph.frame.data import as_pandas
 from onegraph.frame.schema import ColumnSpec, spec_for
 from onegraph.frame.transformers.categorical import CHECK_UNKNOWN
 from onegraph.meta import schema as meta
+from onegraph.verify import guard
 
 _INPUT_TYPES = {"double": DOUBLE, "float": FLOAT, "int64": INT64, "bool": BOOL, "string": STRING}
 
@@ -59,7 +61,7 @@ def input_columns(preprocessing: Any, model: Any, frame: pd.DataFrame) -> list[s
 
 def build(preprocessing: Any, model: Any = None, sample: Any = None, *, path: str | os.PathLike | None = None,
           check_parity: bool = True, rtol: float = 1e-6, atol: float = 1e-12, name: str = "onegraph",
-          ) -> onnx.ModelProto:
+          metadata: Mapping[str, Any] | None = None) -> onnx.ModelProto:
     """Turn a fitted preprocessing and a fitted model into one ONNX model, verified on ``sample``.
 
     Parameters
@@ -80,6 +82,12 @@ def build(preprocessing: Any, model: Any = None, sample: Any = None, *, path: st
     check_parity, rtol, atol:
         Run the source objects and the graph on ``sample`` and refuse a model whose outputs differ
         (labels must be identical; numbers within ``atol + rtol * |expected|``).
+    metadata:
+        Fields of :mod:`onegraph.meta.schema` to record (``author``, ``license``, ``intended_use``,
+        ``lineage``, ``training_data`` name...), over the ones build fills: ``created_at``, ``producer``,
+        ``source_library``, ``training_algorithm``, ``hyperparameters`` (``get_params``), ``training_data``
+        (rows, columns and content hash of ``sample``, taken to be the training data), ``inputs``,
+        ``outputs``, ``precision``. Dict fields are merged key by key.
 
     Returns
     -------
@@ -96,6 +104,8 @@ def build(preprocessing: Any, model: Any = None, sample: Any = None, *, path: st
         when ``sample`` lacks a column the preprocessing was fitted on.
     ParityError
         when the graph's outputs differ from the source objects' on ``sample`` (naming the output).
+    MetadataError
+        for a ``metadata`` value that does not follow the schema (naming the key).
     """
     if sample is None:
         raise ExportError("build needs a sample of the input rows", hint="pass sample=<a DataFrame of inputs>")
@@ -116,7 +126,9 @@ def build(preprocessing: Any, model: Any = None, sample: Any = None, *, path: st
     specs = [spec_for(n, frame[_column_key(frame, n)]) for n in names]
 
     ir_model, specs, outputs = _emit(preprocessing, model, specs, name)
-    proto = _finish(ir_model, specs, outputs, model)
+    trained = _training_metadata(preprocessing, model, frame[[_column_key(frame, n) for n in names]])
+    proto = _finish(ir_model, specs, outputs, model, trained, metadata or {})
+    guard.trust(proto.SerializeToString())  # made and checked here: opening it needs no pre-check
     if check_parity:
         from onegraph.verify.parity import parity
 
@@ -228,19 +240,42 @@ def _clean(model: ir.Model) -> None:
     TopologicalSortPass()(model)
 
 
-def _finish(ir_model: ir.Model, specs: list[ColumnSpec], outputs: list[dict], model: Any) -> onnx.ModelProto:
+def _training_metadata(preprocessing: Any, model: Any, frame: pd.DataFrame) -> dict[str, Any]:
+    """The fields of the metadata schema build knows from the source objects and the sample."""
+    from onegraph.meta.model import jsonable_params, source_library, table_hash
+
+    source = model if model is not None else preprocessing
+    fields: dict[str, Any] = {"source_library": source_library(source) or f"scikit-learn {sklearn.__version__}"}
+    data: dict[str, Any] = {"rows": len(frame), "columns": [str(c) for c in frame.columns]}
+    try:
+        data["content_hash"] = table_hash(frame)
+    except TypeError:  # unhashable cells (lists, dicts): the rows and columns still say what was used
+        pass
+    fields["training_data"] = data
+    if model is not None:
+        fields["training_algorithm"] = qualified_name(model)
+        fields["hyperparameters"] = jsonable_params(model)
+    return fields
+
+
+def _finish(ir_model: ir.Model, specs: list[ColumnSpec], outputs: list[dict], model: Any,
+            trained: dict[str, Any], given: Mapping[str, Any]) -> onnx.ModelProto:
+    from onegraph.meta.model import dtypes_in_use
+
     ir_model.producer_name = "onegraph"
     ir_model.producer_version = onegraph.__version__
     fields = {
         "meta_version": meta.SCHEMA_VERSION,
         "created_at": meta.now_rfc3339(),
         "producer": f"onegraph {onegraph.__version__}",
-        "source_library": f"scikit-learn {sklearn.__version__}",
+        **trained,
         "inputs": [s.to_dict() for s in specs],
         "outputs": [_jsonable(o) for o in outputs],
+        "precision": {"dtypes": dtypes_in_use(ir.to_proto(ir_model))},
     }
-    if model is not None:
-        fields["training_algorithm"] = qualified_name(model)
+    for key, value in given.items():
+        merged = isinstance(fields.get(key), dict) and isinstance(value, Mapping)
+        fields[key] = {**fields[key], **value} if merged else value
     ir_model.metadata_props.update(meta.encode(fields))
     proto = ir.to_proto(ir_model)
     try:
@@ -252,9 +287,11 @@ def _finish(ir_model: ir.Model, specs: list[ColumnSpec], outputs: list[dict], mo
 
 
 def qualified_name(obj: Any) -> str:
-    """``sklearn.linear_model.LogisticRegression``: the public module path (private parts dropped)."""
-    module = ".".join(p for p in type(obj).__module__.split(".") if not p.startswith("_"))
-    return f"{module}.{type(obj).__qualname__}"
+    """``sklearn.linear_model.LogisticRegression``: the public module path of ``obj``'s class (private parts
+    dropped)."""
+    from onegraph.meta.model import qualified_name as name_of
+
+    return name_of(type(obj))
 
 
 def _jsonable(entry: dict) -> dict:

@@ -20,9 +20,10 @@ import pandas as pd
 from onegraph.errors import ConfigError, DataError, MissingColumnError, ModelFileError, RuntimeFailure, UnknownCategoryError
 from onegraph.frame.data import column_reader
 from onegraph.frame.schema import MISSING_STRING, NA_INT64, ColumnSpec, single_row_feeds, to_feed
-from onegraph.io import load_model, model_bytes
+from onegraph.io import load_model, read_model
 from onegraph.meta import schema as meta
 from onegraph.runtime.frames import FrameTemplate
+from onegraph.runtime.options import session_options
 
 _ORT_KINDS = {
     "tensor(double)": ("float", "double"), "tensor(float)": ("float", "float"), "tensor(int64)": ("int", "int64"),
@@ -41,30 +42,29 @@ class Session:
         onnxruntime intra-op threads (None: onnxruntime's default, all cores).
     batch_size:
         Rows per onnxruntime call; larger tables are scored in batches of this size.
+    trusted:
+        Skip the pre-check that parses and opens the model in an isolated process first
+        (:func:`onegraph.io.read_model`); only for files you made or trust.
 
     Raises
     ------
     ModelFileError
-        when the model cannot be read or onnxruntime cannot open it.
+        when the model cannot be read or onnxruntime cannot open it;
+        :class:`~onegraph.verify.guard.UnsafeModelError` when the pre-check finds an error (naming it).
     """
 
-    def __init__(self, model: Any, *, threads: int | None = None, batch_size: int = 65536) -> None:
+    def __init__(self, model: Any, *, threads: int | None = None, batch_size: int = 65536,
+                 trusted: bool = False) -> None:
         if int(batch_size) < 1 or (threads is not None and int(threads) < 0):
             raise ConfigError(f"batch_size={batch_size!r}, threads={threads!r}: batch_size must be >= 1 and "
                               "threads >= 0 (0: onnxruntime's default)")
-        data = model_bytes(model)
-        options = ort.SessionOptions()
-        options.log_severity_level = 3
-        # idle worker threads sleep instead of spinning, so sessions kept side by side do not fight
-        # over the cores (single-row latency doubled with two spinning sessions on a 2-core machine)
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        if threads is not None:
-            options.intra_op_num_threads = threads
+        source = read_model(model, trusted=trusted, purpose="run")
+        options = session_options(threads=threads, folder=source.folder)
         try:
-            self._session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+            self._session = ort.InferenceSession(source.data, options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own Fail / InvalidGraph / InvalidArgument types
-            load_model(model if isinstance(model, (str, os.PathLike)) else data)  # names a file that is no model
-            raise ModelFileError(f"onnxruntime cannot open the model: {str(exc).strip()[:500]}",
+            load_model(model if isinstance(model, (str, os.PathLike)) else source.data, trusted=True)  # no model?
+            raise ModelFileError(f"onnxruntime cannot open {source.label}: {str(exc).strip()[:500]}",
                                  hint="check it with `onegraph check`") from None
         self.batch_size = int(batch_size)
         fields, _ = meta.decode(self._session.get_modelmeta().custom_metadata_map)
