@@ -45,6 +45,9 @@ FULL = {
     "lineage": {"parent": SHA, "parent_name": "penguins-v1.onnx", "relation": "retrained"},
     "transfer_learning": {"base_model": "penguins-v1", "frozen": ["coef"], "trainable": ["intercept"]},
     "precision": {"dtypes": ["double", "float16"], "regions": [{"dtype": "float16", "nodes": ["mm"], "name": "head"}]},
+    "federated": {"fingerprint": SHA, "rounds": [
+        {"round": 1, "base_model": SHA, "method": "fedavg", "clients": 4, "samples": 258},
+        {"round": 2, "base_model": SHA, "method": "trimmed-mean", "clients": 4, "samples": 250, "trim": 0.25}]},
 }
 #: one malformed value per field, and words the error must contain
 BAD = {
@@ -63,6 +66,8 @@ BAD = {
     "lineage": ('{"parent": "md5:abc"}', "pattern"),
     "transfer_learning": ('{"base_model": "b", "frozen": ["w"], "trainable": ["w"]}', "both frozen and trainable"),
     "precision": ('{"dtypes": ["float99"]}', "dtypes"),
+    "federated": ('{"fingerprint": "%s", "rounds": [{"round": 1, "base_model": "%s", "method": "mean", '
+                  '"clients": 1, "samples": 3}]}' % (SHA, SHA), "method"),
 }
 
 

@@ -113,6 +113,20 @@ class ConversionError(OnegraphError):
         self.report = report
 
 
+class FederatedError(OnegraphError):
+    """Parameters or a delta cannot be exchanged: another architecture or base model, a shape or dtype that
+    differs, NaN or infinity, a truncated file, clients that disagree on a parameter exchanged exactly.
+
+    ``parameter`` and ``file`` name what is at fault (None when the problem is not about one of them).
+    """
+
+    def __init__(self, message: str, *, parameter: str | None = None, file: str | None = None,
+                 hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.parameter = parameter
+        self.file = file
+
+
 __all__ = [
     "OnegraphError",
     "ConfigError",
@@ -125,4 +139,5 @@ __all__ = [
     "ModelFileError",
     "RuntimeFailure",
     "ConversionError",
+    "FederatedError",
 ]

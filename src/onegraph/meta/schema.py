@@ -28,6 +28,8 @@ field                   stored  meaning
 ``lineage``             JSON    ``parent``: ``sha256:<hex>`` of the model file this one was derived from
 ``transfer_learning``   JSON    ``base_model``, ``frozen`` and ``trainable`` parameters (initializer names)
 ``precision``           JSON    ``dtypes`` in use; mixed-precision ``regions`` (dtype + node names)
+``federated``           JSON    structural ``fingerprint`` and the federated ``rounds`` that made the model
+                                (each: ``round``, ``base_model``, ``method``, ``clients``, ``samples``)
 ======================  ======  ============================================================================
 """
 
@@ -161,6 +163,34 @@ class Precision(_Entry):
     regions: list[PrecisionRegion] = Field(default_factory=list, description="mixed-precision regions")
 
 
+class FederatedRound(_Entry):
+    """One round of federated aggregation (:mod:`onegraph.federated`): the clients' deltas, computed against
+    ``base_model``, merged by ``method``."""
+
+    round: Annotated[int, Field(ge=1)] = Field(description="round number the clients' deltas carry")
+    base_model: Sha256 = Field(description="sha256 of the model the clients trained from (onegraph.meta.model_hash)")
+    method: Literal["fedavg", "median", "trimmed-mean", "apply"] = Field(
+        description="fedavg: mean weighted by samples; median / trimmed-mean: coordinate-wise; apply: sum")
+    clients: Annotated[int, Field(ge=1)] = Field(description="number of deltas merged")
+    samples: Annotated[int, Field(ge=0)] = Field(description="training samples of all clients together")
+    trim: Annotated[float, Field(ge=0, lt=0.5)] | None = Field(
+        None, description="trimmed-mean: fraction cut at each end, per coordinate")
+
+
+class Federated(_Entry):
+    """A model made by federated rounds: the structure parameters are exchanged for, and the rounds so far."""
+
+    fingerprint: Sha256 = Field(description="structural fingerprint (onegraph.federated.fingerprint)")
+    rounds: Annotated[list[FederatedRound], Field(min_length=1)] = Field(description="rounds, oldest first")
+
+    @model_validator(mode="after")
+    def _increasing(self) -> Federated:
+        numbers = [r.round for r in self.rounds]
+        if any(b <= a for a, b in zip(numbers, numbers[1:])):
+            raise ValueError(f"round numbers must increase, not {numbers}")
+        return self
+
+
 def _field(description: str, storage: str) -> Any:
     return Field(None, description=description, json_schema_extra={"x-onegraph-storage": storage})
 
@@ -186,6 +216,7 @@ class ModelMetadata(BaseModel):
     lineage: Lineage | None = _field("the model this one derives from", "json")
     transfer_learning: TransferLearning | None = _field("base model and frozen / trainable parameters", "json")
     precision: Precision | None = _field("dtypes in use and mixed-precision regions", "json")
+    federated: Federated | None = _field("structural fingerprint and federated rounds", "json")
 
 
 #: field name -> "text" or "json" (how it is stored)
