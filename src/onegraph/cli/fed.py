@@ -33,6 +33,10 @@ def _size(n_bytes: int) -> str:
     return ""
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 @fed_app.command("params")
 def params(
     model: Annotated[Path, typer.Argument(help="An ONNX model.")],
@@ -92,7 +96,7 @@ def delta(
                         trusted=trusted)
     modes = [p.mode for p in header.parameters.values()]
     exact = f", {modes.count('exact')} exchanged exactly" if "exact" in modes else ""
-    out.print(f"wrote {output} ({_size(output.stat().st_size)}): {len(modes)} parameters{exact}, round "
+    out.print(f"wrote {output} ({_size(output.stat().st_size)}): {_count(len(modes), 'parameter')}{exact}, round "
               f"{header.round}, {header.samples} samples, against {base} ({header.base_model[:19]}...)", markup=False)
 
 
@@ -130,5 +134,5 @@ def _report(proto, output: Path) -> None:
     fields = read({p.key: p.value for p in proto.metadata_props}).fields
     last = fields["federated"]["rounds"][-1]
     how = last["method"] + (f" (trim {last['trim']})" if last.get("trim") is not None else "")
-    out.print(f"wrote {output} ({_size(output.stat().st_size)}): {how} of {last['clients']} deltas, round "
+    out.print(f"wrote {output} ({_size(output.stat().st_size)}): {how} of {_count(last['clients'], 'delta')}, round "
               f"{last['round']}, {last['samples']} samples", markup=False)

@@ -122,7 +122,15 @@ def _merged_proto(base: Any, deltas: Sequence[str | os.PathLike], method: str, t
         value.const_value = ir.LazyTensor(merge, dtype=value.const_value.dtype, shape=value.const_value.shape,
                                           name=name)
     model.model.metadata_props.update(_lineage(model, headers, method, trim))
-    return ir.to_proto(model.model)
+    try:
+        return ir.to_proto(model.model)
+    except Exception as exc:  # onnx-ir wraps what a LazyTensor raises in SerdeError, level by level
+        cause: BaseException | None = exc
+        while cause is not None and not isinstance(cause, FederatedError):
+            cause = cause.__cause__ or cause.__context__
+        if cause is None:
+            raise
+        raise cause from None
 
 
 def check_deltas(base: Loaded, deltas: Sequence[str | os.PathLike], *, fedavg: bool = False) -> list[DeltaHeader]:
@@ -162,7 +170,7 @@ def check_deltas(base: Loaded, deltas: Sequence[str | os.PathLike], *, fedavg: b
                                  file=str(h.path), hint="merge the deltas of one round at a time")
     done = last_round(base.fields)
     if first.round <= done:
-        raise FederatedError(f"the deltas are for round {first.round}, but {base.label} is already the result of "
+        raise FederatedError(f"{first.label} is for round {first.round}, but {base.label} is already the result of "
                              f"round {done}", file=str(first.path), hint="make the deltas against the newest model")
     if fedavg and sum(h.samples for h in headers) == 0:
         raise FederatedError("every delta has 0 samples: FedAvg has no weights",
@@ -191,13 +199,15 @@ def _check_parameter(h: DeltaHeader, name: str, param: Any, initializers: Any, b
 
 def chunks(shape: tuple[int, ...], max_elements: int) -> Iterator[tuple[slice, ...]]:
     """Index tuples covering an array of ``shape`` in C order, each a contiguous block of at most
-    ``max_elements`` elements (or one row of the innermost axis when that is larger).
+    ``max_elements`` (>= 1) elements.
 
     The block is a range along one axis ``k`` (the outermost whose trailing block fits), with the axes
     before ``k`` fixed and the ones after it whole, so each slice is one contiguous read in the file.
     """
     if not shape:
         yield ()
+        return
+    if 0 in shape:
         return
     k, inner = len(shape) - 1, 1
     while k > 0 and inner * shape[k] <= max_elements:

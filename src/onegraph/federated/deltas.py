@@ -165,12 +165,12 @@ def make_delta(local: Any, base: Any, path: str | os.PathLike, *, samples: int |
         store = stored_dtype(old.dtype, mode)
         if mode == "delta":
             local_values = new.numpy().astype(store)
-            _check_finite(local_values, p.name, local_model.label, "holds")
+            _check_finite(local_values, p.name, local_model.label, "holds", local_model.path)
             value = local_values - old.numpy().astype(store)
-            _check_finite(value, p.name, local_model.label, "gives a delta with")
+            _check_finite(value, p.name, local_model.label, "gives a delta with", local_model.path)
         else:
             value = new.numpy().view(store) if store == np.uint8 else new.numpy()
-        tensors[p.name] = np.ascontiguousarray(value)
+        tensors[p.name] = np.require(value, requirements="C")  # keeps 0-d arrays 0-d
         described[p.name] = {"dtype": p.dtype, "mode": mode}
     metadata = _header_metadata(base_model, samples, round, described, client)
     with atomic_path(path) as tmp:
@@ -227,12 +227,12 @@ def _header_metadata(base: Loaded, samples: int, round: int, described: dict, cl
     return metadata
 
 
-def _check_finite(values: np.ndarray, name: str, where: str, verb: str) -> None:
+def _check_finite(values: np.ndarray, name: str, where: str, verb: str, file: str | None) -> None:
     bad = ~np.isfinite(values)
     if bad.any():
         first = np.unravel_index(int(np.argmax(bad)), values.shape) if values.ndim else ()
         raise FederatedError(f"parameter {name!r} in {where} {verb} {int(bad.sum())} NaN or infinite value(s) "
-                             f"(first at {list(map(int, first))}: {values[first]})", parameter=name, file=where,
+                             f"(first at {list(map(int, first))}: {values[first]})", parameter=name, file=file,
                              hint="this update cannot be merged; retrain the client or leave it out")
 
 
@@ -307,7 +307,7 @@ def read_slice(header: DeltaHeader, name: str, index: tuple) -> np.ndarray:
         values = f.get_slice(name)[index] if index else f.get_tensor(name)
     param = header.parameters[name]
     if param.mode == "delta":
-        _check_finite(values, name, header.label, "holds")
+        _check_finite(values, name, header.label, "holds", str(header.path))
         return values
     target = param.onnx_type.numpy()
     return values.view(target) if values.dtype != target else values

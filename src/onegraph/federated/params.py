@@ -270,7 +270,7 @@ def _converted(loaded: Loaded, value: ir.Value, given: np.ndarray) -> np.ndarray
     if kind != "float" and not np.array_equal(converted.astype(given.dtype), given):
         raise FederatedError(f"parameter {name!r} is {kind} ({_dtype(value)}): the values do not convert "
                              "exactly", parameter=name, hint=f"give {_dtype(value)} values")
-    return np.ascontiguousarray(converted)
+    return np.require(converted, requirements="C")
 
 
 def mark_trainable(model: Any, patterns: Iterable[str], *, path: str | os.PathLike | None = None,
