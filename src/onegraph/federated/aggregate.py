@@ -114,7 +114,9 @@ def _merged_proto(base: Any, deltas: Sequence[str | os.PathLike], method: str, t
                   trusted: bool) -> onnx.ModelProto:
     model = load(base, trusted=trusted, role="base model")
     headers = check_deltas(model, deltas, fedavg=method == "fedavg")
-    per_element = 24 if method in ("fedavg", "apply") else 16 * len(headers) + 24
+    # bytes per coordinate of a chunk: the slice read, float64 term / sum / base / result (40); the stack of
+    # every client's values for median (8 n) and, for trimmed mean, scipy's partitioned copy of it (8 n more)
+    per_element = 48 if method in ("fedavg", "apply") else 40 + 8 * len(headers) * (1 if method == "median" else 2)
     max_elements = max(1, memory // per_element)
     for name, param in headers[0].parameters.items():
         value = model.model.graph.initializers[name]
@@ -246,22 +248,37 @@ class _Parameter:
     def _combine(self, index: tuple) -> np.ndarray:
         headers = self.headers
         if self.method in ("fedavg", "apply"):
-            total = None
+            total = term = None
             for h in headers:
+                values = read_slice(h, self.name, index, check=False)
                 weight = float(h.samples) if self.method == "fedavg" else 1.0
-                term = np.multiply(read_slice(h, self.name, index), weight, dtype=np.float64)
-                total = term if total is None else np.add(total, term, out=total)
+                if total is None:  # sum in file order from the first term, as numpy.average's sum does
+                    total = np.multiply(values, weight, dtype=np.float64)
+                    term = np.empty_like(total)
+                else:
+                    np.add(total, np.multiply(values, weight, out=term, dtype=np.float64), out=total)
+            if not np.isfinite(total).all():  # NaN or infinity in a delta makes the sum so: find which
+                self._locate(index)
             return total / float(sum(h.samples for h in headers)) if self.method == "fedavg" else total
-        first = read_slice(headers[0], self.name, index)
+        first = read_slice(headers[0], self.name, index, check=False)
         stack = np.empty((len(headers),) + first.shape, dtype=np.float64)
         stack[0] = first
         for i, h in enumerate(headers[1:], start=1):
-            stack[i] = read_slice(h, self.name, index)
+            stack[i] = read_slice(h, self.name, index, check=False)
+        if not np.isfinite(stack).all():  # a robust statistic could cut an infinity away: refuse it first
+            self._locate(index)
         if self.method == "median":
             return np.median(stack, axis=0, overwrite_input=True)
         from scipy.stats import trim_mean
 
         return trim_mean(stack, self.trim, axis=0)
+
+    def _locate(self, index: tuple) -> None:
+        """Raise naming the first delta whose slice holds NaN or infinity, or the overflow of their sum."""
+        for h in self.headers:
+            read_slice(h, self.name, index)
+        raise FederatedError(f"parameter {self.name!r}: the deltas' weighted sum overflows float64",
+                             parameter=self.name, hint="one of the deltas is far too large; leave it out")
 
     def _agreed(self, index: tuple) -> np.ndarray:
         first = read_slice(self.headers[0], self.name, index)

@@ -227,12 +227,16 @@ def _header_metadata(base: Loaded, samples: int, round: int, described: dict, cl
     return metadata
 
 
-def _check_finite(values: np.ndarray, name: str, where: str, verb: str, file: str | None) -> None:
+def _check_finite(values: np.ndarray, name: str, where: str, verb: str, file: str | None, origin: tuple = ()
+                  ) -> None:
+    """Raise naming the parameter, the file and the first bad coordinate (``origin``: where ``values``, a slice,
+    starts in the parameter)."""
     bad = ~np.isfinite(values)
     if bad.any():
         first = np.unravel_index(int(np.argmax(bad)), values.shape) if values.ndim else ()
-        raise FederatedError(f"parameter {name!r} in {where} {verb} {int(bad.sum())} NaN or infinite value(s) "
-                             f"(first at {list(map(int, first))}: {values[first]})", parameter=name, file=file,
+        at = [int(i) + (origin[k] if k < len(origin) else 0) for k, i in enumerate(first)]
+        raise FederatedError(f"parameter {name!r} in {where} {verb} NaN or infinite values "
+                             f"(first at {at}: {values[first]})", parameter=name, file=file,
                              hint="this update cannot be merged; retrain the client or leave it out")
 
 
@@ -297,9 +301,10 @@ _SAFETENSORS_NAMES = {"F64": np.dtype(np.float64), "F32": np.dtype(np.float32), 
                       "BOOL": np.dtype(np.bool_)}
 
 
-def read_slice(header: DeltaHeader, name: str, index: tuple) -> np.ndarray:
+def read_slice(header: DeltaHeader, name: str, index: tuple, *, check: bool = True) -> np.ndarray:
     """``header``'s tensor ``name`` at ``index`` (a tuple of slices), in the parameter's own terms: a delta
-    in its stored float dtype (checked finite), an exact value in the parameter's dtype.
+    in its stored float dtype (checked finite unless ``check`` is False: the caller checks), an exact value in
+    the parameter's dtype.
 
     Raises :class:`FederatedError` naming the parameter and file for NaN or infinity, or a file that changed.
     """
@@ -307,7 +312,8 @@ def read_slice(header: DeltaHeader, name: str, index: tuple) -> np.ndarray:
         values = f.get_slice(name)[index] if index else f.get_tensor(name)
     param = header.parameters[name]
     if param.mode == "delta":
-        _check_finite(values, name, header.label, "holds", str(header.path))
+        if check:
+            _check_finite(values, name, header.label, "holds", str(header.path), tuple(i.start for i in index))
         return values
     target = param.onnx_type.numpy()
     return values.view(target) if values.dtype != target else values
