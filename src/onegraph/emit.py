@@ -49,6 +49,8 @@ STRING = ir.DataType.STRING
 NAMESPACE_KEY = "namespace"
 #: Node metadata key holding the qualified class of the object that emitted the node.
 CLASS_KEY = "onegraph.class"
+#: Name prefix of the boolean graph outputs flagging rows a step refuses, per kind of check.
+CHECK_PREFIXES = {"unknown_category": "onegraph.check:unknown:", "out_of_range": "onegraph.check:out_of_range:"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,6 +101,8 @@ class GraphBuilder:
             name=name,
         )
         self.functions: dict[tuple[str, str, str], ir.Function] = {}
+        #: metadata entries of the check outputs declared with :meth:`flag`
+        self.checks: list[dict] = []
         self._scope: list[tuple[str, str]] = []
         self._consts: dict[tuple, ir.Value] = {}
         self._derived: dict[tuple, ir.Value] = {}
@@ -209,6 +213,21 @@ class GraphBuilder:
         value.shape = ir.Shape(shape if shape is not None else ["N"])
         self.graph.outputs.append(value)
         return value
+
+    def flag(self, value: ir.Value, kind: str, column: str, **detail: Any) -> None:
+        """Declare the boolean ``[N]`` output ``value`` flagging rows a step refuses.
+
+        ``kind`` is a key of :data:`CHECK_PREFIXES`; :func:`onegraph.score` raises the matching error
+        naming ``column`` and the rows (``detail`` is kept in the model's metadata for the message).
+        """
+        name = CHECK_PREFIXES[kind] + column
+        taken = {o.name for o in self.graph.outputs}
+        base, n = name, 1
+        while name in taken:
+            n += 1
+            name = f"{base}#{n}"
+        self.output(value, name, BOOL)
+        self.checks.append({"name": name, "column": column, "role": "check", "check": kind, **detail})
 
     # -- columns ------------------------------------------------------------------------------
     def vector(self, col: Col) -> ir.Value:

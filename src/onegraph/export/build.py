@@ -18,7 +18,6 @@ from onegraph.emit import BOOL, DOUBLE, FLOAT, INT64, STRING, Col, GraphBuilder
 from onegraph.errors import ExportError, MissingColumnError, ParityError
 from onegraph.frame.data import as_pandas
 from onegraph.frame.schema import ColumnSpec, spec_for
-from onegraph.frame.transformers.categorical import CHECK_UNKNOWN
 from onegraph.meta import schema as meta
 
 _INPUT_TYPES = {"double": DOUBLE, "float": FLOAT, "int64": INT64, "bool": BOOL, "string": STRING}
@@ -168,10 +167,7 @@ def _emit(preprocessing: Any, model: Any, specs: list[ColumnSpec], name: str):
             else:
                 g.output(value, out_name, c.dtype)
             outputs.append({"name": out_name, "column": c.name, "role": "feature", "kind": c.kind})
-    for out in g.graph.outputs:
-        if out.name.startswith(CHECK_UNKNOWN):
-            outputs.append({"name": out.name, "column": out.name[len(CHECK_UNKNOWN):], "role": "check",
-                            "check": "unknown_category"})
+    outputs.extend(g.checks)
     ir_model = g.to_model()
     _clean(ir_model)
     used = {v.name for v in ir_model.graph.inputs}

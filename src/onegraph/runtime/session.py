@@ -4,7 +4,9 @@ A :class:`Session` reads the input schema stored in the model (see :mod:`onegrap
 then turns each table it is given into feeds column by column (no copy of the whole table, no pandas
 indexing per row), runs onnxruntime in batches and returns the outputs as a DataFrame whose index is the
 input's. Rows a step refuses (a category never seen in fit, with ``handle_unknown="error"``) raise
-:class:`~onegraph.errors.UnknownCategoryError` naming the column, the values and the rows.
+:class:`~onegraph.errors.UnknownCategoryError` naming the column, the values and the rows; values outside
+the range a step was built for (a date beyond its time-zone table) raise
+:class:`~onegraph.errors.OutOfRangeError`.
 """
 
 from __future__ import annotations
@@ -17,7 +19,14 @@ import numpy as np
 import onnxruntime as ort
 import pandas as pd
 
-from onegraph.errors import DataError, MissingColumnError, ModelFileError, RuntimeFailure, UnknownCategoryError
+from onegraph.errors import (
+    DataError,
+    MissingColumnError,
+    ModelFileError,
+    OutOfRangeError,
+    RuntimeFailure,
+    UnknownCategoryError,
+)
 from onegraph.frame.data import column_reader
 from onegraph.frame.schema import MISSING_STRING, NA_INT64, ColumnSpec, single_row_feeds, to_feed
 from onegraph.io import load_model, model_bytes
@@ -159,6 +168,8 @@ class Session:
                     values = list(dict.fromkeys(col[rows[:50]].tolist()))
                 except Exception:  # the refused column may be internal: name rows only
                     values = []
+                if out.get("check") == "out_of_range":
+                    raise OutOfRangeError(column, values, rows, out.get("covers", ""), out.get("hint"))
                 raise UnknownCategoryError(column, values, rows)
 
     def _empty_outputs(self) -> list[np.ndarray]:

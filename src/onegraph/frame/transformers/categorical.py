@@ -20,14 +20,14 @@ from typing import Any
 import numpy as np
 import sklearn.preprocessing
 
-from onegraph.emit import BOOL, DOUBLE, FLOAT, INT64, Col, GraphBuilder, register_emitter, to_tensor
+from onegraph.emit import BOOL, CHECK_PREFIXES, DOUBLE, FLOAT, INT64, Col, GraphBuilder, register_emitter, to_tensor
 from onegraph.errors import ExportError
 from onegraph.frame.schema import MISSING_STRING
 from onegraph.frame.transformers.base import category_values
 from onegraph.frame.transformers.wrapped import SklearnBacked
 
 #: Prefix of the boolean graph outputs that flag rows a step refuses (see :func:`onegraph.score`).
-CHECK_UNKNOWN = "onegraph.check:unknown:"
+CHECK_UNKNOWN = CHECK_PREFIXES["unknown_category"]
 
 
 class OneHotEncoder(SklearnBacked):
@@ -154,7 +154,7 @@ def _check_unknown(g: GraphBuilder, col: Col, keys: np.ndarray) -> None:
     """Add the boolean output flagging rows whose value is not a known category."""
     known = _lookup(g, col, keys, np.zeros(len(keys), np.int64), 1)
     flag = g.op("Cast", known, to=BOOL, dtype=BOOL)
-    g.output(flag, CHECK_UNKNOWN + col.name, BOOL)
+    g.flag(flag, "unknown_category", col.name)
 
 
 @register_emitter(sklearn.preprocessing.OneHotEncoder)
