@@ -2,6 +2,7 @@
 
 from onegraph.frame.transformers.base import FrameTransformer
 from onegraph.frame.transformers.categorical import OneHotEncoder, OrdinalEncoder
+from onegraph.frame.transformers.datetime import DateDiff, DateParts
 from onegraph.frame.transformers.numeric import (
     Clip,
     LogTransformer,
@@ -27,4 +28,6 @@ __all__ = [
     "OneHotEncoder",
     "OrdinalEncoder",
     "ColumnSelector",
+    "DateParts",
+    "DateDiff",
 ]
