@@ -178,6 +178,8 @@ def where(cond: Val, a: Any, b: Any) -> Val:
         kinds = {type(a), type(b)}
         dtype = STRING if str in kinds else DOUBLE if float in kinds else BOOL if kinds == {bool} else INT64
         a, b = scalar(cond.g, a, dtype), scalar(cond.g, b, dtype)
+    if a.dtype == BOOL:  # onnxruntime has no Where kernel for bool
+        return (cond & a) | (~cond & b)
     return Val(cond.g, cond.g.op("Where", cond.value, a.value, b.value, dtype=a.dtype), a.dtype)
 
 

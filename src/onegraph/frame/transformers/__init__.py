@@ -1,7 +1,14 @@
 """onegraph's DataFrame transformers, grouped by the kind of column they work on."""
 
 from onegraph.frame.transformers.base import FrameTransformer
-from onegraph.frame.transformers.categorical import OneHotEncoder, OrdinalEncoder
+from onegraph.frame.transformers.aggregate import GroupAggregate
+from onegraph.frame.transformers.categorical import (
+    FrequencyEncoder,
+    OneHotEncoder,
+    OrdinalEncoder,
+    RareCategoryGrouper,
+    TargetEncoder,
+)
 from onegraph.frame.transformers.datetime import DateDiff, DateParts
 from onegraph.frame.transformers.numeric import (
     Clip,
@@ -14,6 +21,7 @@ from onegraph.frame.transformers.numeric import (
     StandardScaler,
 )
 from onegraph.frame.transformers.select import ColumnSelector
+from onegraph.frame.transformers.text import RegexMatch, StringConcat, StringSplit, ValueMap
 
 __all__ = [
     "FrameTransformer",
@@ -30,4 +38,12 @@ __all__ = [
     "ColumnSelector",
     "DateParts",
     "DateDiff",
+    "StringConcat",
+    "StringSplit",
+    "ValueMap",
+    "RegexMatch",
+    "FrequencyEncoder",
+    "TargetEncoder",
+    "RareCategoryGrouper",
+    "GroupAggregate",
 ]
