@@ -7,8 +7,8 @@ semantics for that type:
 
 * ``int64``: ``+ - *`` wrap like numpy; ``//`` and ``%`` are *floor* division and modulo (numpy /
   Python), built from ONNX ``Div`` (which truncates) and ``Mod(fmod=0)`` (sign of the divisor);
-* ``double``: IEEE arithmetic (NaN propagates); ``//`` is ``floor(a / b)``, ``%`` numpy's ``remainder``
-  (sign of the divisor, from ``Mod(fmod=1)``);
+* ``double``: IEEE arithmetic (NaN propagates); ``//`` and ``%`` are numpy's ``floor_divide`` and
+  ``remainder`` (its ``npy_divmod``: from ``Mod(fmod=1)``, corrected to the sign of the divisor);
 * comparisons give ``bool``; ``&``, ``|``, ``~`` are logical on ``bool``.
 
 Python scalars on either side become constants of the other operand's type.
@@ -85,9 +85,19 @@ class Val:
     def __floordiv__(self, o: Any) -> Val:
         o = self.lift(o)
         if self.dtype == DOUBLE:
-            return (self / o).floor()
+            return self._float_floordiv(o)
         # (a - a mod b) / b is exact, and Mod(fmod=0) takes the divisor's sign: a floor division
         return (self - self % o)._op("Div", o)
+
+    def _float_floordiv(self, o: Val) -> Val:
+        # numpy's npy_divmod: (a - fmod(a, b)) / b, corrected by one where the signs differ, then
+        # rounded; this is not floor(a / b) (1 // 0.1 is 9.0, floor(1 / 0.1) is 10.0)
+        mod = self._op("Mod", o, fmod=1)
+        div = (self - mod) / o
+        div = where((mod != 0.0) & ((o < 0.0) ^ (mod < 0.0)), div - 1.0, div)
+        floor = div.floor()
+        floor = where((div - floor) > 0.5, floor + 1.0, floor)
+        return where(o == 0.0, self / o, floor)
 
     def __rfloordiv__(self, o: Any) -> Val:
         return self.lift(o) // self

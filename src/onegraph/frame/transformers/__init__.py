@@ -2,6 +2,7 @@
 
 from onegraph.frame.transformers.base import FrameTransformer
 from onegraph.frame.transformers.aggregate import GroupAggregate
+from onegraph.frame.transformers.binning import Bucketize, RangeMap
 from onegraph.frame.transformers.categorical import (
     FrequencyEncoder,
     OneHotEncoder,
@@ -10,6 +11,7 @@ from onegraph.frame.transformers.categorical import (
     TargetEncoder,
 )
 from onegraph.frame.transformers.datetime import DateDiff, DateParts
+from onegraph.frame.transformers.expression import Expression
 from onegraph.frame.transformers.numeric import (
     Clip,
     LogTransformer,
@@ -46,4 +48,7 @@ __all__ = [
     "TargetEncoder",
     "RareCategoryGrouper",
     "GroupAggregate",
+    "Bucketize",
+    "RangeMap",
+    "Expression",
 ]
