@@ -107,6 +107,7 @@ class GraphBuilder:
         self._consts: dict[tuple, ir.Value] = {}
         self._derived: dict[tuple, ir.Value] = {}
         self._counter = 0
+        self._body: ir.Graph | None = None
 
     # -- naming -------------------------------------------------------------------------------
     def unique(self, hint: str) -> str:
@@ -158,7 +159,13 @@ class GraphBuilder:
             metadata_props=meta or None,
         )
         self._counter += 1
-        self.graph.append(node)
+        if self._body is not None:
+            # values inside Loop / If bodies are named here: ONNX wants names unique across all scopes
+            for value in node.outputs:
+                value.name = self.unique(f"{self._body.name}/{op_type}")
+            self._body.append(node)
+        else:
+            self.graph.append(node)
         if dtype is not None:
             node.outputs[0].dtype = dtype
         return node.outputs[0] if outputs == 1 else tuple(node.outputs)
@@ -182,6 +189,19 @@ class GraphBuilder:
         if key is not None:
             self._consts[key] = value
         return value
+
+    @contextlib.contextmanager
+    def subgraph(self, name: str, inputs: Sequence[ir.Value]) -> Iterator[ir.Graph]:
+        """Nodes added inside the block go into a new graph (the body of a ``Loop`` / ``If`` / ``Scan``)
+        whose inputs are ``inputs``; set its ``outputs`` before leaving. Constants stay initializers of the
+        main graph, which the body reads from the outer scope."""
+        outer, derived = self._body, self._derived
+        body = ir.Graph(inputs=list(inputs), outputs=[], nodes=[], name=self.unique(name))
+        self._body, self._derived = body, {}
+        try:
+            yield body
+        finally:
+            self._body, self._derived = outer, derived
 
     def derived(self, key: tuple, make: Callable[[], ir.Value]) -> ir.Value:
         """Memoise a value computed from others (a cast, a slice) so it is emitted once."""

@@ -84,3 +84,38 @@ def digit_count(value: Val, max_digits: int = 19) -> Val:
     passed = (column >= value.lift(powers)).cast(INT64)
     count = g.op("ReduceSum", passed.value, g.const(np.array([1], np.int64), "axes"), keepdims=0, dtype=INT64)
     return Val(g, count, INT64) + 1
+
+
+def join(parts: Val, count: Val, separator: str) -> Val:
+    """Each row's first ``count`` parts joined with ``separator`` (the inverse of :func:`split`).
+
+    A ``Loop`` over the part columns (as many iterations as the widest row of the batch has parts).
+    """
+    g = parts.g
+    import onnx_ir as ir
+
+    first = part(parts, 0)
+    shape = g.op("Shape", parts.value, start=1, end=2, dtype=INT64)
+    trips = g.op("Sub", g.op("Squeeze", shape, g.const(np.array([0], np.int64), "axes"), dtype=INT64),
+                 g.const(np.int64(1), "one"), dtype=INT64)
+    trips = g.op("Max", trips, g.const(np.int64(0), "zero"), dtype=INT64)
+    i = ir.Value(name=g.unique("i"), type=ir.TensorType(INT64), shape=ir.Shape([]))
+    cond = ir.Value(name=g.unique("cond"), type=ir.TensorType(BOOL), shape=ir.Shape([]))
+    acc = ir.Value(name=g.unique("acc"), type=ir.TensorType(STRING), shape=ir.Shape(["N"]))
+    with g.subgraph("join", [i, cond, acc]) as body:
+        j = g.op("Add", i, g.const(np.int64(1), "one"), dtype=INT64)
+        column = g.op("Gather", parts.value, j, axis=1, dtype=STRING)
+        joined = g.op("StringConcat", acc, g.const(np.asarray(separator, dtype=object), "sep"), dtype=STRING)
+        joined = g.op("StringConcat", joined, column, dtype=STRING)
+        taken = g.op("Less", j, count.value, dtype=BOOL)
+        out = g.op("Where", taken, joined, acc, dtype=STRING)
+        keep = g.op("Identity", cond, dtype=BOOL)
+        body.outputs.extend([keep, out])
+    result = g.op("Loop", trips, None, first.value, body=body, dtype=STRING)
+    return Val(g, result, STRING)
+
+
+def replace(x: Val, old: str, new: str) -> Val:
+    """Every occurrence of the literal ``old`` replaced by ``new`` (split, then join)."""
+    parts, count = split(x, old)
+    return join(parts, count, new)

@@ -24,6 +24,7 @@ from onegraph.frame.transformers.numeric import (
 )
 from onegraph.frame.transformers.select import ColumnSelector
 from onegraph.frame.transformers.text import RegexMatch, StringConcat, StringSplit, ValueMap
+from onegraph.frame.transformers.textmap import HashEncoder, StringCase, StringStrip
 
 __all__ = [
     "FrameTransformer",
@@ -44,6 +45,9 @@ __all__ = [
     "StringSplit",
     "ValueMap",
     "RegexMatch",
+    "StringCase",
+    "StringStrip",
+    "HashEncoder",
     "FrequencyEncoder",
     "TargetEncoder",
     "RareCategoryGrouper",
