@@ -61,13 +61,14 @@ def offset_table(tz: str, first_year: int, last_year: int) -> OffsetTable:
     Raises
     ------
     ExportError
-        when pandas does not know the zone, or the years leave the nanosecond range (1678-2261).
+        when pandas does not know the zone, or the years leave the nanosecond range (1677-2262).
     """
-    first_year, last_year = max(int(first_year), 1678), min(int(last_year), 2261)
+    first_year, last_year = max(int(first_year), 1677), min(int(last_year), 2262)
     if first_year > last_year:
-        raise ExportError(f"no year of time zone {tz!r} falls in the nanosecond range (1678-2261)")
-    start = pd.Timestamp(f"{first_year}-01-01", tz="UTC")
-    end = pd.Timestamp(f"{last_year + 1}-01-01", tz="UTC")
+        raise ExportError(f"no year of time zone {tz!r} falls in the nanosecond range (1677-2262)")
+    # the years, cut to the nanosecond range (pandas cannot convert instants whose wall time leaves it)
+    start = max(pd.Timestamp(f"{first_year}-01-01", tz="UTC"), pd.Timestamp("1677-09-22", tz="UTC"))
+    end = min(pd.Timestamp(f"{last_year + 1}-01-01", tz="UTC"), pd.Timestamp("2262-04-10", tz="UTC"))
     try:
         grid = pd.date_range(start, end, freq="h", inclusive="left", unit="ns")
         offsets = _offset_ns(grid, tz)

@@ -39,6 +39,8 @@ _PARTS = {
     "is_weekend": "is_weekend",
 }
 _FLAGS = {p for p in _PARTS if p.startswith("is_")}
+#: Calendar attribute -> pandas ``dt`` attribute where the names differ (pandas 3 deprecates the short ones)
+_PANDAS_NAMES = {"dayofweek": "day_of_week", "dayofyear": "day_of_year"}
 #: cyclical part -> (first value, period); the period of ``day`` / ``dayofyear`` is the month / year length
 _CYCLES = {"month": (1, 12), "quarter": (1, 4), "dayofweek": (0, 7), "hour": (0, 24), "minute": (0, 60),
            "second": (0, 60), "day": (1, "days_in_month"), "dayofyear": (1, "days_in_year")}
@@ -53,9 +55,9 @@ def _pandas_part(s: pd.Series, part: str) -> np.ndarray:
         iso = s.dt.isocalendar()
         values = iso["week" if name == "isoweek" else "year"]
     elif name == "is_weekend":
-        return (s.dt.dayofweek >= 5).to_numpy(dtype=bool)
+        return (s.dt.day_of_week >= 5).to_numpy(dtype=bool)
     else:
-        values = getattr(s.dt, name)
+        values = getattr(s.dt, _PANDAS_NAMES.get(name, name))
     if part in _FLAGS:
         return values.to_numpy(dtype=bool)
     return values.astype("Float64").to_numpy(dtype=np.float64, na_value=np.nan)
