@@ -77,7 +77,8 @@ class GroupAggregate(FrameTransformer):
         return f"{col}_{func}_by_{'_'.join(self._keys_list())}"
 
     def _key_frame(self, frame: pd.DataFrame) -> pd.DataFrame:
-        return pd.DataFrame({k: pd.Series(category_values(self._spec(k), frame[k]), dtype=object)
+        # numpy arrays, not Series: nothing may be aligned on the frame's index (it may have gaps or repeats)
+        return pd.DataFrame({k: np.asarray(category_values(self._spec(k), frame[k]), dtype=object)
                              for k in self._keys_list()}, index=frame.index)
 
     def _names_out(self) -> list[str]:

@@ -290,6 +290,23 @@ def _parse(text: str) -> tuple[ast.Expression, dict[str, str]]:
     return tree, quoted
 
 
+_ALLOWED = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, ast.Call, ast.Name, ast.Constant,
+            ast.Load, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
+
+
+def _check_structure(tree: ast.AST, text: str) -> None:
+    """Refuse any construct outside the grammar before looking at names (a comprehension's variable is
+    not a missing column)."""
+    for node in ast.walk(tree):
+        if not isinstance(node, _ALLOWED):
+            raise ExpressionError(f"{text!r}: {type(node).__name__} is not allowed in an expression")
+        if isinstance(node, ast.Call):
+            fn = node.func.id if isinstance(node.func, ast.Name) else None
+            if fn not in _UNARY and fn not in _OTHER:
+                raise ExpressionError(f"{text!r}: only the listed functions can be called "
+                                      f"({', '.join(sorted([*_UNARY, *_OTHER]))})")
+
+
 def _names(tree: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
 
@@ -335,11 +352,7 @@ class Expression(FrameTransformer):
         columns = list(self.feature_names_in_)
         for out, text in items:
             tree, quoted = _parse(text)
-            for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
-                fn = call.func.id if isinstance(call.func, ast.Name) else None
-                if fn not in _UNARY and fn not in _OTHER:
-                    raise ExpressionError(f"{text!r}: only the listed functions can be called "
-                                          f"({', '.join(sorted([*_UNARY, *_OTHER]))})")
+            _check_structure(tree, text)
             for n in _names(tree):
                 real = quoted.get(n, n)
                 if real not in columns and n not in _CONSTANTS and n not in _UNARY and n not in _OTHER:
