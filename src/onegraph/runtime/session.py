@@ -28,7 +28,14 @@ from onegraph.errors import (
     UnknownCategoryError,
 )
 from onegraph.frame.data import column_reader
-from onegraph.frame.schema import MISSING_STRING, NA_INT64, ColumnSpec, single_row_feeds, to_feed
+from onegraph.frame.schema import (
+    MISSING_STRING,
+    NA_INT64,
+    ColumnSpec,
+    single_row_feeds,
+    small_frame_feeds,
+    to_feed,
+)
 from onegraph.io import load_model, model_bytes
 from onegraph.meta import schema as meta
 from onegraph.runtime.frames import FrameTemplate
@@ -107,6 +114,10 @@ class Session:
             row = single_row_feeds(self.inputs, data)
             if row is not None:
                 return 1, self._shaped(row)
+        elif type(data) is pd.DataFrame and len(data) <= 16:
+            few = small_frame_feeds(self.inputs, data)
+            if few is not None:
+                return len(data), self._shaped(few)
         n, names, get = column_reader(data)
         feeds = {}
         for spec in self.inputs:
