@@ -26,6 +26,7 @@ import sklearn.preprocessing
 
 from onegraph.emit import (
     BOOL,
+    INT64_MIN,
     CHECK_PREFIXES,
     DOUBLE,
     FLOAT,
@@ -158,11 +159,18 @@ def _lookup(g: GraphBuilder, col: Col, keys: np.ndarray, values: np.ndarray, def
         keys = np.append(keys[keep], np.asarray([MISSING_STRING], dtype=object))
         vals = np.append(vals[keep], mapped)
         col = source
-    x = g.vector(col) if col.kind == "string" else g.vector(g.as_double(col))
+    if col.kind == "string":
+        x = g.vector(col)
+    elif col.dtype == INT64 and keys.dtype == np.float64 and np.all(np.isnan(keys) | (keys == np.round(keys))):
+        # integer columns are looked up as they are (missing = INT64_MIN): no cast to double
+        x = g.vector(col)
+        keys = np.where(np.isnan(keys), float(INT64_MIN), keys).astype(np.int64)  # -2**63 is exact
+    else:
+        x = g.vector(g.as_double(col))
+    dtype = INT64 if vals.dtype == np.int64 else STRING if vals.dtype == object else DOUBLE
     return g.op("LabelEncoder", x, domain="ai.onnx.ml",
                 keys_tensor=to_tensor(keys), values_tensor=to_tensor(vals),
-                default_tensor=to_tensor(np.asarray([default], dtype=vals.dtype)),
-                dtype=INT64 if vals.dtype == np.int64 else DOUBLE)
+                default_tensor=to_tensor(np.asarray([default], dtype=vals.dtype)), dtype=dtype)
 
 
 def lookup_index(g: GraphBuilder, col: Col, keys: np.ndarray):

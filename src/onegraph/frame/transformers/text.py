@@ -168,12 +168,7 @@ class StringSplit(FrameTransformer):
             x = _text_col(g, col)
             absent = _missing(x)
             if self.index is not None:
-                parts, count = split(x, self.separator)
-                count = maximum(count, 1)  # StringSplit gives "" no part; pandas gives one, ""
-                position = count + self.index if self.index < 0 else count.lift(self.index)
-                present = (position >= 0) & (position < count) & ~absent
-                value = _gather_row(parts, where(present, position, 0))
-                out.append(Col(f"{col.name}_{self.index}", "string", where(present, value, MISSING_STRING).value, STRING))
+                out.append(Col(f"{col.name}_{self.index}", "string", self._indexed(x, absent).value, STRING))
                 continue
             k = self.n_parts_[col.name]
             parts, count = split(x, self.separator, k - 1)
@@ -184,13 +179,33 @@ class StringSplit(FrameTransformer):
         return out
 
 
-def _gather_row(parts: Val, position: Val) -> Val:
-    """``parts[row, position[row]]`` (``GatherElements``), on parts padded to at least one column."""
+    def _indexed(self, x: Val, absent: Val) -> Val:
+        """Part ``index`` of each row. The separator is appended first, so every row has at least two
+        parts (StringSplit gives none for "") and the missing marker comes out as its own first / last
+        part: part ``i`` of the text is part ``i`` (or ``count - 1 + i`` from the end) of the result."""
+        parts, count = split(concat(x, self.separator), self.separator)
+        i = self.index
+        if i == 0:
+            return part(parts, 0)
+        if i == -1:
+            return _gather_row(parts, count - 2)
+        if i == 1:
+            return where(count > 2, part(parts, 1), MISSING_STRING)
+        position = count - 1 + i if i < 0 else count.lift(i)
+        present = (position >= 0) & (position < count - 1) & ~absent
+        return where(present, _gather_row(parts, where(present, position, 0), pad=True), MISSING_STRING)
+
+
+def _gather_row(parts: Val, position: Val, *, pad: bool = False) -> Val:
+    """``parts[row, position[row]]`` (``GatherElements``); ``pad``: first widen parts by one empty column,
+    for positions that may lie past the widest row."""
     g = parts.g
-    shape = g.op("Shape", parts.value, end=1, dtype=INT64)
-    one = g.op("Concat", shape, g.const(np.array([1], np.int64), "width"), axis=0, dtype=INT64)
-    pad = g.op("Expand", g.const(np.array([[""]], dtype=object), "pad"), one, dtype=STRING)
-    wide = g.op("Concat", parts.value, pad, axis=1, dtype=STRING)
+    wide = parts.value
+    if pad:
+        shape = g.op("Shape", parts.value, end=1, dtype=INT64)
+        one = g.op("Concat", shape, g.const(np.array([1], np.int64), "width"), axis=0, dtype=INT64)
+        filler = g.op("Expand", g.const(np.array([[""]], dtype=object), "pad"), one, dtype=STRING)
+        wide = g.op("Concat", parts.value, filler, axis=1, dtype=STRING)
     index = g.op("Unsqueeze", position.value, g.const(np.array([1], np.int64), "axes"), dtype=INT64)
     picked = g.op("GatherElements", wide, index, axis=1, dtype=STRING)
     return Val(g, g.op("Squeeze", picked, g.const(np.array([1], np.int64), "axes"), dtype=STRING), STRING)
@@ -282,25 +297,36 @@ class ValueMap(FrameTransformer):
         return k, v
 
     def emit(self, g: GraphBuilder, cols: list[Col]) -> list[Col]:
-        from onegraph.frame.transformers.categorical import lookup_index
+        from onegraph.frame.transformers.categorical import _lookup
 
         out = []
         keep = isinstance(self.unmatched, str) and self.unmatched == "keep"
+        dtype = STRING if self.kind_ == "string" else DOUBLE
         for col in cols:
             keys, new = self._tables(col.kind if col.kind == "string" else "float")
-            index = lookup_index(g, col, keys)
-            found = index >= 0
-            value = Val(g, g.op("Gather", g.const(new, "mapped"), where(found, index, 0).value, axis=0,
-                                dtype=STRING if self.kind_ == "string" else DOUBLE),
-                        STRING if self.kind_ == "string" else DOUBLE)
-            if keep:
-                original = _text_col(g, col) if col.kind == "string" else Val(g, g.vector(g.as_double(col)), DOUBLE)
-                result = where(found, value, original)
-            elif self.kind_ == "string":
-                result = where(found, value, MISSING_STRING if _is_missing_key(self.unmatched) else str(self.unmatched))
-            else:
-                result = where(found, value, np.nan if _is_missing_key(self.unmatched) else float(self.unmatched))
-            out.append(Col(col.name, self.kind_, result.value, result.dtype))
+            if not keep:  # one lookup, the default in place of unmatched values
+                default = (MISSING_STRING if _is_missing_key(self.unmatched) else str(self.unmatched)) \
+                    if self.kind_ == "string" else (np.nan if _is_missing_key(self.unmatched) else float(self.unmatched))
+                out.append(Col(col.name, self.kind_, _lookup(g, col, keys, new, default), dtype))
+                continue
+            # unmatched values kept: look up with a default no mapped value takes, then put them back
+            if self.kind_ == "string":
+                sentinel = "\uffff\uffffunmatched"
+                found = Val(g, _lookup(g, col, keys, new, sentinel), STRING)
+                original = _text_col(g, col)
+                result = where(found == sentinel, original, found)
+            elif not np.isnan(new).any():
+                found = Val(g, _lookup(g, col, keys, new, np.nan), DOUBLE)
+                original = Val(g, g.vector(g.as_double(col)), DOUBLE)
+                result = where(found.isnan(), original, found)
+            else:  # NaN among the new values: tell matches apart by position
+                from onegraph.frame.transformers.categorical import lookup_index
+
+                index = lookup_index(g, col, keys)
+                value = Val(g, g.op("Gather", g.const(new, "mapped"), where(index >= 0, index, 0).value, axis=0,
+                                    dtype=DOUBLE), DOUBLE)
+                result = where(index >= 0, value, Val(g, g.vector(g.as_double(col)), DOUBLE))
+            out.append(Col(col.name, self.kind_, result.value, dtype))
         return out
 
 
