@@ -290,11 +290,27 @@ def single_row_feeds(specs: Sequence[ColumnSpec], record: dict) -> dict[str, np.
     return feeds
 
 
+_NAMES: dict[int, tuple[pd.Index, list]] = {}
+
+
+def _column_names(columns: pd.Index) -> list:
+    """``columns`` as a list, remembered for the last few Index objects: rows taken from one DataFrame
+    share its Index, and converting pandas' Arrow-backed Index costs more than scoring a row."""
+    entry = _NAMES.get(id(columns))
+    if entry is not None and entry[0] is columns:
+        return entry[1]
+    names = columns.tolist()
+    if len(_NAMES) >= 8:
+        _NAMES.pop(next(iter(_NAMES)))
+    _NAMES[id(columns)] = (columns, names)  # holds the Index, so its id is not reused while cached
+    return names
+
+
 def small_frame_feeds(specs: Sequence[ColumnSpec], frame: pd.DataFrame) -> dict[str, np.ndarray] | None:
     """Feeds for a pandas DataFrame of a few rows (single-row scoring), reading its column arrays straight
     from its blocks; None when some column needs the general path (which also reports errors)."""
     try:
-        columns = frame.columns.tolist()  # indexing pandas' (Arrow-backed) Index costs ~20 us per item
+        columns = _column_names(frame.columns)
         arrays: dict[Any, Any] = {}
         for block in frame._mgr.blocks:  # pandas internals: absent or changed -> general path
             values = block.values
