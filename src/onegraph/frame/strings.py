@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from onegraph.emit import BOOL, INT64, STRING
-from onegraph.frame.tensors import Val, where
+from onegraph.frame.tensors import Val, count_at_most, where
 
 
 def text(x: Val, value: str) -> Val:
@@ -78,12 +78,7 @@ def leading_int(x: Val, ok: Val) -> Val:
 
 def digit_count(value: Val, max_digits: int = 19) -> Val:
     """Number of decimal digits of non-negative int64 ``value`` (1 for 0)."""
-    g = value.g
-    powers = np.array([10**k for k in range(1, max_digits)], dtype=np.int64)
-    column = Val(g, g.op("Unsqueeze", value.value, g.const(np.array([1], np.int64), "axes"), dtype=INT64), INT64)
-    passed = (column >= value.lift(powers)).cast(INT64)
-    count = g.op("ReduceSum", passed.value, g.const(np.array([1], np.int64), "axes"), keepdims=0, dtype=INT64)
-    return Val(g, count, INT64) + 1
+    return count_at_most(value, np.array([10**k for k in range(1, max_digits)], dtype=np.int64)) + 1
 
 
 def join(parts: Val, count: Val, separator: str) -> Val:

@@ -221,3 +221,13 @@ def lookup(table: np.ndarray, index: Val) -> Val:
     arr = np.asarray(table)
     dtype = {np.dtype(np.int64): INT64, np.dtype(np.float64): DOUBLE, np.dtype(np.bool_): BOOL}.get(arr.dtype, STRING)
     return Val(g, g.op("Gather", g.const(arr, "table"), index.value, axis=0, dtype=dtype), dtype)
+
+
+def count_at_most(x: Val, thresholds: np.ndarray) -> Val:
+    """int64 ``[N]``: how many of the sorted constant ``thresholds`` are ``<= x`` (``np.searchsorted(thresholds,
+    x, side="right")``): one broadcast comparison ``[N, K]`` and a sum. NaN counts none."""
+    g = x.g
+    column = Val(g, g.op("Unsqueeze", x.value, g.const(np.array([1], np.int64), "axes"), dtype=x.dtype), x.dtype)
+    passed = (column >= x.lift(np.asarray(thresholds))).cast(INT64)
+    count = g.op("ReduceSum", passed.value, g.const(np.array([1], np.int64), "axes"), keepdims=0, dtype=INT64)
+    return Val(g, count, INT64)

@@ -22,9 +22,8 @@ import datetime
 import numpy as np
 import pandas as pd
 
-from onegraph.emit import INT64
 from onegraph.errors import ExportError
-from onegraph.frame.tensors import Val, lookup
+from onegraph.frame.tensors import Val, count_at_most, lookup
 
 NS = 1_000_000_000
 
@@ -98,12 +97,7 @@ def local_time(utc_ns: Val, table: OffsetTable) -> Val:
     if table.fixed:
         offset = int(table.offsets[0])
         return utc_ns + offset if offset else utc_ns
-    g = utc_ns.g
-    column = Val(g, g.op("Unsqueeze", utc_ns.value, g.const(np.array([1], np.int64), "axes"), dtype=INT64), INT64)
-    passed = (column >= utc_ns.lift(table.transitions)).cast(INT64)  # [N, K]
-    count = Val(g, g.op("ReduceSum", passed.value, g.const(np.array([1], np.int64), "axes"), keepdims=0,
-                       dtype=INT64), INT64)
-    return utc_ns + lookup(table.offsets, count)
+    return utc_ns + lookup(table.offsets, count_at_most(utc_ns, table.transitions))
 
 
 def covered(utc_ns: Val, table: OffsetTable) -> Val:

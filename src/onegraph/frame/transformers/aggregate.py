@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from onegraph.emit import DOUBLE, INT64, Col, GraphBuilder, to_tensor
+from onegraph.emit import DOUBLE, Col, GraphBuilder, to_tensor
 from onegraph.errors import ColumnTypeError, MissingColumnError
-from onegraph.frame.tensors import Val, any_of, where
+from onegraph.frame.tensors import any_of, where
 from onegraph.frame.transformers.base import FrameTransformer, category_values, numbers
 from onegraph.frame.transformers.categorical import _keys, lookup_index
 

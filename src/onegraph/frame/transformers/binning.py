@@ -16,7 +16,7 @@ import sklearn.preprocessing
 
 from onegraph.emit import DOUBLE, FLOAT, INT64, Col, GraphBuilder, register_emitter
 from onegraph.errors import ColumnTypeError, ExportError
-from onegraph.frame.tensors import Val, where
+from onegraph.frame.tensors import Val, count_at_most, where
 from onegraph.frame.transformers.base import NUMERIC_KINDS, FrameTransformer, numbers
 
 
@@ -25,10 +25,7 @@ def _bins(g: GraphBuilder, x: Val, edges: np.ndarray) -> Val:
     inner = np.asarray(edges[1:-1], dtype=np.float64)
     if inner.size == 0:
         return Val(g, g.op("Cast", (x * 0.0).value, to=INT64, dtype=INT64), INT64)
-    column = Val(g, g.op("Unsqueeze", x.value, g.const(np.array([1], np.int64), "axes"), dtype=DOUBLE), DOUBLE)
-    passed = (column >= x.lift(inner)).cast(INT64)
-    count = g.op("ReduceSum", passed.value, g.const(np.array([1], np.int64), "axes"), keepdims=0, dtype=INT64)
-    return Val(g, count, INT64)
+    return count_at_most(x, inner)
 
 
 class Bucketize(FrameTransformer):
