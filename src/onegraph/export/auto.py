@@ -87,10 +87,14 @@ def _date_nanoseconds(frame: pd.DataFrame, column: str) -> np.ndarray | None:
     values = frame[column].dropna()
     if len(values) == 0:
         return None
-    texts = np.asarray(values.astype(str), dtype=object)
-    if date_format(None).matches(texts).mean() < DATE_SHARE:
+    iso = date_format(None)
+    sample = np.asarray(values.iloc[:1000].astype(str), dtype=object)  # most columns are told apart here
+    if iso.matches(sample).mean() < DATE_SHARE:
         return None
-    return parse_pandas(texts, date_format(None))
+    texts = np.asarray(values.astype(str), dtype=object)
+    if iso.matches(texts).mean() < DATE_SHARE:
+        return None
+    return parse_pandas(texts, iso)
 
 
 def _date_parts(ns: list[np.ndarray]) -> list[str]:
