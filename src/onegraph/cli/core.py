@@ -120,7 +120,7 @@ def build(
     for column, why in plan.skipped.items():
         err.print(f"note: column {column!r} left out: {why}")
     err.print(f"fitting {type(estimator).__name__} ({task}) on {len(train)} rows: "
-              f"{len(plan.numeric)} numeric, {len(plan.text)} categorical columns")
+              f"{len(plan.numeric)} numeric, {len(plan.text)} categorical, {len(plan.dates)} date columns")
     from sklearn.pipeline import Pipeline
 
     try:

@@ -4,7 +4,9 @@ A :class:`Session` reads the input schema stored in the model (see :mod:`onegrap
 then turns each table it is given into feeds column by column (no copy of the whole table, no pandas
 indexing per row), runs onnxruntime in batches and returns the outputs as a DataFrame whose index is the
 input's. Rows a step refuses (a category never seen in fit, with ``handle_unknown="error"``) raise
-:class:`~onegraph.errors.UnknownCategoryError` naming the column, the values and the rows.
+:class:`~onegraph.errors.UnknownCategoryError` naming the column, the values and the rows; values outside
+the range a step was built for (a date beyond its time-zone table) raise
+:class:`~onegraph.errors.OutOfRangeError`.
 """
 
 from __future__ import annotations
@@ -17,9 +19,24 @@ import numpy as np
 import onnxruntime as ort
 import pandas as pd
 
-from onegraph.errors import ConfigError, DataError, MissingColumnError, ModelFileError, RuntimeFailure, UnknownCategoryError
+from onegraph.errors import (
+    ConfigError,
+    DataError,
+    MissingColumnError,
+    ModelFileError,
+    OutOfRangeError,
+    RuntimeFailure,
+    UnknownCategoryError,
+)
 from onegraph.frame.data import column_reader
-from onegraph.frame.schema import MISSING_STRING, NA_INT64, ColumnSpec, single_row_feeds, to_feed
+from onegraph.frame.schema import (
+    MISSING_STRING,
+    NA_INT64,
+    ColumnSpec,
+    single_row_feeds,
+    small_frame_feeds,
+    to_feed,
+)
 from onegraph.io import load_model, read_model
 from onegraph.meta import schema as meta
 from onegraph.runtime.frames import FrameTemplate
@@ -101,6 +118,10 @@ class Session:
             row = single_row_feeds(self.inputs, data)
             if row is not None:
                 return 1, self._shaped(row)
+        elif type(data) is pd.DataFrame and len(data) <= 16:
+            few = small_frame_feeds(self.inputs, data)
+            if few is not None:
+                return len(data), self._shaped(few)
         n, names, get = column_reader(data)
         feeds = {}
         for spec in self.inputs:
@@ -162,6 +183,8 @@ class Session:
                     values = list(dict.fromkeys(col[rows[:50]].tolist()))
                 except Exception:  # the refused column may be internal: name rows only
                     values = []
+                if out.get("check") == "out_of_range":
+                    raise OutOfRangeError(column, values, rows, out.get("covers", ""), out.get("hint"))
                 raise UnknownCategoryError(column, values, rows)
 
     def _empty_outputs(self) -> list[np.ndarray]:
