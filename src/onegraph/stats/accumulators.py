@@ -182,8 +182,8 @@ class TensorAccumulator:
         self._ch: dict[str, np.ndarray] | None = None
 
     # -- updating ---------------------------------------------------------------------------------
-    def update(self, values: Any) -> TensorAccumulator:
-        """Add a batch of values (any shape; its first axis counts as samples).
+    def update(self, values: Any, samples: int | None = None) -> TensorAccumulator:
+        """Add a batch of values (any shape) holding ``samples`` samples (default: its first axis' length).
 
         Raises
         ------
@@ -196,7 +196,7 @@ class TensorAccumulator:
         if self.dtype is None:
             self.dtype = arr.dtype.name
         self._note_shape(arr.shape)
-        self.samples += arr.shape[0]
+        self.samples += arr.shape[0] if samples is None else int(samples)
         # slices of about _CHUNK values along the first axis: the float64 copies and temporaries stay in
         # the CPU cache (3x faster than whole-batch temporaries on a 1M-value batch)
         step = max(1, _CHUNK // max(1, arr[0].size)) if len(arr) else 1

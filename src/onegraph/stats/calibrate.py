@@ -166,9 +166,9 @@ def calibrate(model: Any, data: Any, *, tensors: Sequence[str] | None = None, op
                 task = bar.add_task("calibrating", total=runner.total)
             results = runner.run(output_names, feeds)
             for name in observed_inputs:
-                accumulators[name].update(feeds[name])
+                accumulators[name].update(feeds[name], n)
             for name, value in zip(exposed, results):
-                accumulators[name].update(value)
+                accumulators[name].update(value, n)
             samples += n
             bar.update(task, advance=n)
     if samples == 0:
@@ -355,3 +355,38 @@ def _progress_bar(progress: bool | None) -> Any:
         return _NoBar()
     return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TextColumn("samples"),
                     TimeElapsedColumn(), console=err, transient=False)
+
+
+def annotate_model(model: Any, data: Any, *, quant_type: str | None = "uint8", method: str = "minmax",
+                   symmetric: bool = False, reduce_range: bool = False, per_channel: bool = False,
+                   percentile: float = 99.999, **options: Any) -> tuple[onnx.ModelProto, Calibration, dict]:
+    """Calibrate ``model`` on ``data`` and return a copy carrying the statistics and quantization parameters.
+
+    ``options`` go to :func:`calibrate`; ``quant_type`` (None: statistics only), ``method``, ``symmetric``,
+    ``reduce_range``, ``per_channel``, ``percentile`` to :func:`onegraph.stats.qparams.quant_params` for each
+    tensor with finite values (per channel where the tensor has channel statistics, per tensor otherwise;
+    scales in float16 for float16 tensors, float32 otherwise). The input model is not modified.
+
+    Returns
+    -------
+    (annotated model, calibration, tensor name -> QuantParams)
+
+    Raises
+    ------
+    the errors of :func:`calibrate` and :func:`onegraph.stats.qparams.quant_params`.
+    """
+    from onegraph.stats.annotate import annotate
+    from onegraph.stats.qparams import quant_params
+
+    calibration = calibrate(model, data, **options)
+    stats = calibration.stats()
+    qparams = {}
+    if quant_type is not None:
+        for name, s in stats.items():
+            if s.min is None:
+                continue
+            channel = per_channel and s.channels is not None and None not in s.channels.min
+            qparams[name] = quant_params(s, quant_type, method=method, symmetric=symmetric, reduce_range=reduce_range,
+                                         per_channel=channel, percentile=percentile,
+                                         dtype=np.float16 if s.dtype == "float16" else np.float32, tensor=name)
+    return annotate(_as_proto(model), stats, qparams), calibration, qparams

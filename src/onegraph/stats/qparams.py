@@ -140,13 +140,15 @@ def scale_zero_point(rmin: Any, rmax: Any, quant_type: str = "uint8", *, symmetr
     if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
         raise QuantizationError(f"tensor {tensor!r}: range [{_show(lo)}, {_show(hi)}] is not finite",
                                 hint="collect statistics (they leave NaN and inf out) or clip the range")
-    lo, hi = np.broadcast_arrays(lo.astype(dtype).astype(np.float64), hi.astype(dtype).astype(np.float64))
+    with np.errstate(over="ignore"):  # a bound beyond the float type becomes inf: refused below
+        lo, hi = np.broadcast_arrays(lo.astype(dtype).astype(np.float64), hi.astype(dtype).astype(np.float64))
     lo, hi = np.minimum(lo, 0.0), np.maximum(hi, 0.0)
     if symmetric:
         absmax = np.maximum(np.abs(lo), hi)
         lo, hi = -absmax, absmax
     scale = (hi - lo) / (float(qmax) - float(qmin))
-    stored = scale.astype(dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        stored = scale.astype(dtype)
     finfo = np.finfo(dtype)
     tiny = finfo.smallest_subnormal if dtype == np.float16 else finfo.tiny
     too_small = (stored if dtype == np.float16 else scale) < tiny

@@ -1,0 +1,136 @@
+"""Real models for the onegraph.stats tests, and the independent way to read their activations.
+
+* ``penguins_pipeline``: the onegraph-built Palmer penguins pipeline (imputation, scaling, one-hot, logistic
+  regression), fed from the DataFrame;
+* ``mlp``: a 2-hidden-layer MLP trained with torch on the penguins' four measurements, exported by
+  torch.onnx;
+* ``cnn``: a small CNN (two Conv + ReLU + MaxPool, a Linear) trained with torch on scikit-learn's bundled
+  handwritten digits (8x8), exported by torch.onnx.
+
+``activations`` runs a model in onnxruntime over all the data at once with every float tensor made an output
+through onnx.helper (not onegraph's code), so tests compare onegraph's batched statistics with numpy on the
+concatenated activations.
+"""
+
+from __future__ import annotations
+
+import io
+import warnings
+from functools import lru_cache
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+
+FLOATS = {onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16}
+
+
+@lru_cache(maxsize=None)
+def penguins_pipeline() -> tuple[bytes, object]:
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    import onegraph
+    from onegraph.datasets import load_penguins
+    from onegraph.frame import OneHotEncoder, SimpleImputer, StandardScaler
+
+    frame = load_penguins()
+    y = frame.pop("species")
+    numeric = ["bill_length_mm", "bill_depth_mm", "flipper_length_mm", "body_mass_g", "year"]
+    pipe = make_pipeline(
+        ColumnTransformer([
+            ("num", make_pipeline(SimpleImputer(), StandardScaler()), numeric),
+            ("cat", make_pipeline(SimpleImputer(strategy="most_frequent"), OneHotEncoder(handle_unknown="ignore")),
+             ["island", "sex"]),
+        ]),
+        LogisticRegression(max_iter=2000),
+    ).fit(frame, y)
+    return onegraph.build(pipe, None, frame).SerializeToString(), frame
+
+
+def _export(module, example, dynamic_axes) -> bytes:
+    import torch
+
+    buf = io.BytesIO()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation notice
+        torch.onnx.export(module.eval(), (example,), buf, dynamo=False, input_names=["x"], output_names=["y"],
+                          dynamic_axes=dynamic_axes, opset_version=17)
+    return buf.getvalue()
+
+
+@lru_cache(maxsize=None)
+def mlp() -> tuple[bytes, np.ndarray]:
+    """The exported MLP and its data ``x`` [333, 4] float32 (standardized penguin measurements)."""
+    import torch
+
+    from onegraph.datasets import load_penguins
+
+    frame = load_penguins().dropna(subset=["bill_length_mm", "body_mass_g", "sex"])
+    x = frame[["bill_length_mm", "bill_depth_mm", "flipper_length_mm", "body_mass_g"]].to_numpy(np.float32)
+    x = (x - x.mean(axis=0)) / x.std(axis=0)
+    y = frame["species"].astype("category").cat.codes.to_numpy(np.int64)
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.ReLU(), torch.nn.Linear(16, 16), torch.nn.Tanh(),
+                              torch.nn.Linear(16, 3))
+    opt = torch.optim.Adam(net.parameters(), lr=0.02)
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+    for _ in range(150):
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(net(xt), yt).backward()
+        opt.step()
+    return _export(net, xt[:2], {"x": {0: "N"}, "y": {0: "N"}}), x
+
+
+@lru_cache(maxsize=None)
+def cnn() -> tuple[bytes, np.ndarray]:
+    """The exported CNN and its data ``x`` [1797, 1, 8, 8] float32 (scikit-learn's digits, scaled to [0, 1])."""
+    import torch
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    x = (digits.images / 16.0).astype(np.float32)[:, None]
+    y = digits.target.astype(np.int64)
+
+    class CNN(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv1 = torch.nn.Conv2d(1, 6, 3, padding=1)
+            self.conv2 = torch.nn.Conv2d(6, 8, 3, padding=1)
+            self.fc = torch.nn.Linear(8 * 2 * 2, 10)
+
+        def forward(self, t):
+            t = torch.nn.functional.max_pool2d(torch.relu(self.conv1(t)), 2)
+            t = torch.nn.functional.max_pool2d(torch.relu(self.conv2(t)), 2)
+            return self.fc(t.flatten(1))
+
+    torch.manual_seed(0)
+    net = CNN()
+    opt = torch.optim.Adam(net.parameters(), lr=0.01)
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+    for _ in range(3):
+        for i in range(0, len(xt), 128):
+            opt.zero_grad()
+            torch.nn.functional.cross_entropy(net(xt[i:i + 128]), yt[i:i + 128]).backward()
+            opt.step()
+    return _export(net, xt[:2], {"x": {0: "N"}, "y": {0: "N"}}), x
+
+
+def activations(model: bytes | onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Every float tensor of the main graph (not initializers) over all ``feeds`` at once."""
+    proto = model if isinstance(model, onnx.ModelProto) else onnx.load_from_string(model)
+    proto = onnx.shape_inference.infer_shapes(proto)
+    graph = proto.graph
+    initializers = {i.name for i in graph.initializer}
+    outputs = {o.name for o in graph.output}
+    for vi in graph.value_info:
+        if vi.type.tensor_type.elem_type in FLOATS and vi.name not in outputs and vi.name not in initializers:
+            graph.output.append(vi)
+    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs() if o.type in ("tensor(float)", "tensor(double)", "tensor(float16)")]
+    result = dict(zip(names, session.run(names, feeds)))
+    for i in graph.input:
+        if i.type.tensor_type.elem_type in FLOATS and i.name in feeds:
+            result[i.name] = feeds[i.name]
+    return result
