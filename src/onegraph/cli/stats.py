@@ -27,6 +27,16 @@ class _DefaultCommandGroup(TyperGroup):
         return super().parse_args(ctx, args)
 
 
+#: tables are printed at least this wide (a pipe's 80 columns would fold every tensor name)
+_TABLE_WIDTH = 120
+
+def _print_table(table) -> None:  # noqa: ANN001 - a rich Table
+    # rich caps a print's width at the console's: a wider console of our own, on the same stdout
+    from rich.console import Console
+
+    Console(width=max(out.width, _TABLE_WIDTH), highlight=False).print(table)
+
+
 stats_app = typer.Typer(cls=_DefaultCommandGroup, no_args_is_help=True,
                         help="Tensor statistics carried by the model: `onegraph stats MODEL --data DATA -o OUT.onnx "
                              "[--report DIR]` calibrates and writes them; `show`, `recover`, `strip`.")
@@ -69,7 +79,7 @@ def calibrate(
     save_model(annotated, output)
     stats = calibration.stats()
     for table in summary_tables(stats, top=top):
-        out.print(table)
+        _print_table(table)
     out.print(f"wrote {output}: statistics of {len(stats)} tensors over {calibration.samples:,} samples"
               + (f", {quant_type} {method} scale / zero point for {len(qparams)}" if qparams else ""))
     for name, why in calibration.skipped.items():
@@ -96,7 +106,7 @@ def show(
     if not stats and not qparams:
         out.print(f"{model} carries no tensor statistics (run `onegraph stats {model} --data DATA -o OUT.onnx`)")
         return
-    out.print(tensor_table(stats, qparams, title=f"tensor statistics in {model}"))
+    _print_table(tensor_table(stats, qparams, title=f"tensor statistics in {model}"))
     out.print(f"{len(stats)} tensors with statistics, {len(qparams)} with scale / zero point")
 
 

@@ -43,10 +43,12 @@ _QLINEAR: dict[str, tuple[tuple[tuple[int, int, int], ...], tuple[int, int]]] = 
 }
 # per-channel weight scales: QLinearConv's along the output channels, QLinearMatMul's along b's columns
 _WEIGHT_AXIS = {"QLinearConv": 0, "QLinearMatMul": -1}
-_NUMPY_NAMES = {np.dtype(np.uint8): "uint8", np.dtype(np.int8): "int8", np.dtype(np.uint16): "uint16",
+# the representable integers of each type; int32 for biases quantized with scale = input scale * weight scale
+_INTEGER_RANGES = {**_FULL, "int32": (-(2**31), 2**31 - 1)}
+_NUMPY_NAMES = {np.dtype(np.int32): "int32", np.dtype(np.uint8): "uint8", np.dtype(np.int8): "int8", np.dtype(np.uint16): "uint16",
                 np.dtype(np.int16): "int16", np.dtype(ml_dtypes.uint4): "uint4", np.dtype(ml_dtypes.int4): "int4",
                 np.dtype(ml_dtypes.float8_e4m3fn): "float8e4m3fn", np.dtype(ml_dtypes.float8_e5m2): "float8e5m2"}
-_IR_NAMES = {ir.DataType.UINT8: "uint8", ir.DataType.INT8: "int8", ir.DataType.UINT16: "uint16",
+_IR_NAMES = {ir.DataType.INT32: "int32", ir.DataType.UINT8: "uint8", ir.DataType.INT8: "int8", ir.DataType.UINT16: "uint16",
              ir.DataType.INT16: "int16", ir.DataType.UINT4: "uint4", ir.DataType.INT4: "int4",
              ir.DataType.FLOAT8E4M3FN: "float8e4m3fn", ir.DataType.FLOAT8E5M2: "float8e5m2"}
 
@@ -81,7 +83,7 @@ def representable_range(scale: np.ndarray, zero_point: np.ndarray | None, quant_
     if quant_type in FLOAT8_TYPES:
         m = float(ml_dtypes.finfo(FLOAT8_TYPES[quant_type][0]).max)
         return -s * m, s * m
-    qmin, qmax = _FULL[quant_type]
+    qmin, qmax = _INTEGER_RANGES[quant_type]
     z = np.zeros_like(s) if zero_point is None else np.asarray(zero_point).astype(np.float64)
     return s * (qmin - z), s * (qmax - z)
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
+from rich import box
 from rich.table import Table
 
 from onegraph.io import write_bytes
@@ -81,16 +82,19 @@ def tensor_table(stats: Mapping[str, TensorStats], qparams: Mapping[str, QuantPa
     """One row per tensor: source, type, samples, range, mean / std, non-finite count, quantization."""
     qparams = qparams or {}
     sources = {s.source for s in stats.values()}
-    table = Table(title=title, title_justify="left")
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     columns = ["tensor"] + (["source"] if len(sources) > 1 else []) + [
-        "dtype", "samples", "min", "max", "mean", "std", "NaN/inf", "quantization"]
+        "dtype", "min", "max", "mean", "std", "NaN/inf", "quantization"]
     for col in columns:
-        table.add_column(col, justify="left" if col in ("tensor", "source", "dtype", "quantization") else "right")
+        if col == "tensor":
+            table.add_column(col, overflow="fold", min_width=12)
+        else:
+            table.add_column(col, no_wrap=True, justify="left" if col in ("source", "dtype", "quantization") else "right")
     for n in dict.fromkeys([*stats, *qparams]):
         s = stats.get(n, TensorStats(source="-"))
         row = [n] + ([s.source] if len(sources) > 1 else []) + [
-            s.dtype or "", f"{s.samples:,}" if s.samples else "", _fmt(s.min), _fmt(s.max), _fmt(s.mean),
-            _fmt(s.std), f"{_nonfinite(s):,}" if s.size else "", _quant_text(qparams.get(n))]
+            s.dtype or "", _fmt(s.min), _fmt(s.max), _fmt(s.mean), _fmt(s.std), f"{_nonfinite(s):,}" if s.size else "",
+            _quant_text(qparams.get(n))]
         table.add_row(*row)
     return table
 
@@ -101,7 +105,7 @@ def _quant_text(q: QuantParams | None) -> str:
         return ""
     scale, zero = np.asarray(q.scale), np.asarray(q.zero_point)
     if scale.ndim:
-        return f"{q.quant_type} {scale.size} scales"
+        return f"{q.quant_type} x{scale.size}"
     text = f"{q.quant_type} {_fmt(float(scale))}"
     return text if q.quant_type.startswith("float8") else f"{text}/{int(zero.astype(np.int64))}"
 
