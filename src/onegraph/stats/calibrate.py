@@ -105,7 +105,8 @@ def _function_names(model: ir.Model, node: ir.Node) -> set[str]:
 def calibrate(model: Any, data: Any, *, tensors: Sequence[str] | None = None, op_types: Sequence[str] | None = None,
               functions: Sequence[str] | None = None, where: Callable[[ir.Value], bool] | None = None,
               batch_size: int = 256, channel_axis: int | None = 1, bins: int = 1024, sketch_k: int = 200,
-              std_k: Sequence[float] = (3.0,), progress: bool | None = None, threads: int | None = None) -> Calibration:
+              std_k: Sequence[float] = (3.0,), sketch_per_sample: int | None = 16, seed: int | None = 0,
+              progress: bool | None = None, threads: int | None = None) -> Calibration:
     """Statistics of a model's float tensors over calibration data, one batch at a time.
 
     Parameters
@@ -122,6 +123,13 @@ def calibrate(model: Any, data: Any, *, tensors: Sequence[str] | None = None, op
     channel_axis, bins, sketch_k, std_k:
         Settings of each :class:`~onegraph.stats.accumulators.TensorAccumulator`; per-channel statistics
         are kept for tensors whose ``channel_axis`` has a fixed size in the model (not the batch axis).
+    sketch_per_sample:
+        About how many values per sample of each tensor enter its quantile sketch: a tensor of ``v`` values per
+        sample gets ``sketch_rate`` = the largest power of two <= ``sketch_per_sample / v`` (at least 1/256),
+        which keeps the sketch's cost per sample bounded; its rank error bound grows accordingly (stated in
+        each result). None: every value (exact streaming KLL).
+    seed:
+        Seed of that sampling (None: fresh entropy).
     progress:
         Show a progress bar on stderr (default: when stderr is a terminal).
     threads:
@@ -155,8 +163,13 @@ def calibrate(model: Any, data: Any, *, tensors: Sequence[str] | None = None, op
     exposed = _expose(ir_model, [v for v in selected if v.name not in input_names])
     runner = _Runner(ir.to_proto(ir_model).SerializeToString(), proto, threads)
     settings = dict(bins=bins, sketch_k=sketch_k, std_k=std_k)
-    accumulators = {v.name: TensorAccumulator(v.name, channel_axis=_static_axis(v, channel_axis), **settings)
-                    for v in selected}
+    per_sample = {v.name: _values_per_sample(v) for v in selected}
+    accumulators = {
+        v.name: TensorAccumulator(v.name, channel_axis=_static_axis(v, channel_axis),
+                                  sketch_rate=_rate(per_sample[v.name], sketch_per_sample),
+                                  seed=None if seed is None else seed + i, **settings)
+        for i, v in enumerate(selected)}
+    buffers = {name: _Buffer(accumulators[name]) for name, size in per_sample.items() if size is not None}
     output_names = list(exposed.values())
     samples = 0
     with _progress_bar(progress) as bar:
@@ -165,16 +178,65 @@ def calibrate(model: Any, data: Any, *, tensors: Sequence[str] | None = None, op
             if task is None:
                 task = bar.add_task("calibrating", total=runner.total)
             results = runner.run(output_names, feeds)
-            for name in observed_inputs:
-                accumulators[name].update(feeds[name], n)
-            for name, value in zip(exposed, results):
-                accumulators[name].update(value, n)
+            for name, value in [*((i, feeds[i]) for i in observed_inputs), *zip(exposed, results)]:
+                if name in buffers:
+                    buffers[name].add(value, n)
+                else:
+                    accumulators[name].update(value, n)
             samples += n
             bar.update(task, advance=n)
+    for buffer in buffers.values():
+        buffer.flush()
     if samples == 0:
         raise DataError("the calibration data holds no sample", hint="give at least one row / sample")
     ordered = {name: accumulators[name] for name in [v.name for v in selected]}
     return Calibration(ordered, samples, skipped)
+
+
+class _Buffer:
+    """Batches of a batch-first tensor, concatenated before they reach its accumulator: one update per
+    ``_BUFFERED`` values instead of one per (small) batch saves most of numpy's per-call overhead."""
+
+    def __init__(self, accumulator: TensorAccumulator) -> None:
+        self.accumulator = accumulator
+        self.parts: list[np.ndarray] = []
+        self.size = self.samples = 0
+
+    def add(self, value: np.ndarray, samples: int) -> None:
+        if self.parts and value.shape[1:] != self.parts[0].shape[1:]:
+            self.flush()
+        self.parts.append(value)
+        self.size += value.size
+        self.samples += samples
+        if self.size >= _BUFFERED:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.parts:
+            whole = self.parts[0] if len(self.parts) == 1 else np.concatenate(self.parts)
+            self.accumulator.update(whole, self.samples)
+        self.parts, self.size, self.samples = [], 0, 0
+
+
+_BUFFERED = 1 << 14
+
+
+def _values_per_sample(value: ir.Value) -> int | None:
+    """Values per sample of a tensor whose first axis is the (dynamic) batch and the others fixed, else None."""
+    shape = value.shape
+    if shape is None or len(shape) == 0 or isinstance(shape[0], int):
+        return None
+    dims = list(shape)[1:]
+    return int(np.prod(dims)) if all(isinstance(d, int) for d in dims) else None
+
+
+def _rate(per_sample: int | None, target: int | None) -> float:
+    if target is None or per_sample is None or per_sample <= target:
+        return 1.0
+    rate = 1.0
+    while rate > 1 / 256 and rate * per_sample > target:
+        rate /= 2
+    return rate
 
 
 def _static_axis(value: ir.Value, axis: int | None) -> int | None:
