@@ -3,9 +3,10 @@
 * ``penguins_pipeline``: the onegraph-built Palmer penguins pipeline (imputation, scaling, one-hot, logistic
   regression), fed from the DataFrame;
 * ``mlp``: a 2-hidden-layer MLP trained with torch on the penguins' four measurements, exported by
-  torch.onnx;
+  torch.onnx (without torch, e.g. in CI's fresh environment: scikit-learn's MLPClassifier trained on the same
+  data, written as Gemm / Relu nodes with onnx.helper);
 * ``cnn``: a small CNN (two Conv + ReLU + MaxPool, a Linear) trained with torch on scikit-learn's bundled
-  handwritten digits (8x8), exported by torch.onnx.
+  handwritten digits (8x8), exported by torch.onnx (tests that need it are skipped without torch).
 
 ``activations`` runs a model in onnxruntime over all the data at once with every float tensor made an output
 through onnx.helper (not onegraph's code), so tests compare onegraph's batched statistics with numpy on the
@@ -63,14 +64,16 @@ def _export(module, example, dynamic_axes) -> bytes:
 @lru_cache(maxsize=None)
 def mlp() -> tuple[bytes, np.ndarray]:
     """The exported MLP and its data ``x`` [333, 4] float32 (standardized penguin measurements)."""
-    import torch
-
     from onegraph.datasets import load_penguins
 
     frame = load_penguins().dropna(subset=["bill_length_mm", "body_mass_g", "sex"])
     x = frame[["bill_length_mm", "bill_depth_mm", "flipper_length_mm", "body_mass_g"]].to_numpy(np.float32)
     x = (x - x.mean(axis=0)) / x.std(axis=0)
     y = frame["species"].astype("category").cat.codes.to_numpy(np.int64)
+    try:
+        import torch
+    except ImportError:
+        return _sklearn_mlp(x, y), x
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.ReLU(), torch.nn.Linear(16, 16), torch.nn.Tanh(),
                               torch.nn.Linear(16, 3))
@@ -83,10 +86,31 @@ def mlp() -> tuple[bytes, np.ndarray]:
     return _export(net, xt[:2], {"x": {0: "N"}, "y": {0: "N"}}), x
 
 
+def _sklearn_mlp(x: np.ndarray, y: np.ndarray) -> bytes:
+    from sklearn.neural_network import MLPClassifier
+
+    net = MLPClassifier(hidden_layer_sizes=(16, 16), max_iter=500, random_state=0).fit(x, y)
+    h = onnx.helper
+    nodes, inits, current = [], [], "x"
+    for i, (w, b) in enumerate(zip(net.coefs_, net.intercepts_)):
+        inits += [onnx.numpy_helper.from_array(w.astype(np.float32), f"w{i}"),
+                  onnx.numpy_helper.from_array(b.astype(np.float32), f"b{i}")]
+        out = "y" if i == len(net.coefs_) - 1 else f"gemm{i}"
+        nodes.append(h.make_node("Gemm", [current, f"w{i}", f"b{i}"], [out]))
+        if out != "y":
+            nodes.append(h.make_node("Relu", [out], [f"relu{i}"]))
+            current = f"relu{i}"
+    graph = h.make_graph(nodes, "mlp", [h.make_tensor_value_info("x", onnx.TensorProto.FLOAT, ["N", 4])],
+                         [h.make_tensor_value_info("y", onnx.TensorProto.FLOAT, ["N", 3])], inits)
+    return h.make_model(graph, opset_imports=[h.make_opsetid("", 17)], ir_version=8).SerializeToString()
+
+
 @lru_cache(maxsize=None)
 def cnn() -> tuple[bytes, np.ndarray]:
     """The exported CNN and its data ``x`` [1797, 1, 8, 8] float32 (scikit-learn's digits, scaled to [0, 1])."""
-    import torch
+    import pytest
+
+    torch = pytest.importorskip("torch")
     from sklearn.datasets import load_digits
 
     digits = load_digits()

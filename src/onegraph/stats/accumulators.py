@@ -225,35 +225,52 @@ class TensorAccumulator:
         return self
 
     def _update_part(self, part: np.ndarray) -> None:
-        x = part.astype(np.float64)
-        finite = np.isfinite(x)
-        all_finite = bool(finite.all())
-        flat = x.reshape(-1) if all_finite else x[finite]
+        # float32 / float64 are reduced as they are (sums accumulate in float64); other types are widened
+        x = part if part.dtype in (np.float32, np.float64) else part.astype(np.float64)
         self.size += x.size
-        if not all_finite:
+        if x.size == 0:
+            return
+        finite: np.ndarray | None = np.isfinite(x)
+        if finite.all():
+            finite = None
+        else:
             bad = x[~finite]
             nan = int(np.isnan(bad).sum())
             pos = int((bad > 0).sum())
             self.nan += nan
             self.posinf += pos
             self.neginf += bad.size - nan - pos
-        self._update_channels(x, None if all_finite else finite)
-        n = flat.size
-        if n == 0:
+        # moments per channel (one channel when none are kept); the whole tensor's are combined from them
+        # (Chan et al.'s pairwise formula), which saves a second pass over the values
+        moments = _channel_moments(self._as_channels(x), finite)
+        if self._axis is not None:
+            self._ch = moments if self._ch is None else _merge_channels(self._ch, moments, self.name)
+        n, has = moments["count"], moments["count"] > 0
+        total = int(n.sum())
+        if total == 0:
             return
-        mean = float(flat.mean())
-        centered = flat - mean
-        # not np.dot: BLAS's threaded ddot was 100x slower here on a busy machine
-        self._combine_moments(n, mean, float(np.square(centered, out=centered).sum()))
-        self.zeros += n - int(np.count_nonzero(flat))
-        self.min, self.max = min(self.min, float(flat.min())), max(self.max, float(flat.max()))
+        mean = float((moments["mean"][has] * n[has]).sum() / total)
+        m2 = float((moments["m2"][has] + n[has] * np.square(moments["mean"][has] - mean)).sum())
+        self._combine_moments(total, mean, m2)
+        self.min = min(self.min, float(moments["min"][has].min()))
+        self.max = max(self.max, float(moments["max"][has].max()))
+        flat = x.reshape(-1) if finite is None else x[finite]
+        self.zeros += total - int(np.count_nonzero(flat))
         self._add_to_histogram(flat)
         if self.sketch_rate < 1.0:
-            # one random byte per value: keep it when the byte is below 256 p (exact for p = 2**-j)
-            keep = np.frombuffer(self._rng.bytes(n), dtype=np.uint8) < int(256 * self.sketch_rate)
-            flat = flat[keep]
+            flat = flat[_bernoulli_indices(self._rng, total, self.sketch_rate)]
         if flat.size:
-            self._sketch.update(flat)
+            self._sketch.update(flat.astype(np.float64, copy=False))
+
+    def _as_channels(self, x: np.ndarray) -> np.ndarray:
+        """``x`` as ``(before, channels, after)`` along the channel axis, or ``(1, 1, size)`` without one."""
+        if self.channel_axis is not None and x.ndim:
+            axis = self.channel_axis if self.channel_axis >= 0 else x.ndim + self.channel_axis
+            if 0 <= axis < x.ndim:
+                if self._axis is None:
+                    self._axis = axis
+                return x.reshape(int(np.prod(x.shape[:axis])), x.shape[axis], -1)
+        return x.reshape(1, 1, -1)
 
     def _note_shape(self, shape: tuple) -> None:
         # dimensions that vary between batches (the batch axis, dynamic axes) are recorded as None
@@ -295,42 +312,14 @@ class TensorAccumulator:
         counts = _regridded(self, e, first, math.floor(math.ldexp(self.max, -e)) - first + 1)
         # multiplying by a power of two is exact (ldexp is 15x slower); floor before subtracting
         # ``first``: v - first may round up to the next integer when v is tiny and first is not
-        scaled = flat * math.ldexp(1.0, -e) if -1000 < e < 1000 else np.ldexp(flat, -e)
+        if -1000 < e < 1000:
+            scaled = np.multiply(flat, math.ldexp(1.0, -e), dtype=np.float64)
+        else:
+            scaled = np.ldexp(flat.astype(np.float64), -e)
         index = np.floor(scaled, out=scaled).astype(np.int64)
         index -= first
         counts += np.bincount(index, minlength=len(counts))
         self._e, self._first, self._counts = e, first, counts
-
-    # -- per channel ------------------------------------------------------------------------------
-    def _update_channels(self, x: np.ndarray, finite: np.ndarray | None) -> None:
-        if self.channel_axis is None or x.ndim == 0:
-            return
-        axis = self.channel_axis if self.channel_axis >= 0 else x.ndim + self.channel_axis
-        if not 0 <= axis < x.ndim:
-            return
-        if self._axis is None:
-            self._axis = axis
-        # (before, channels, after): reductions over the last axis, then the first, run on contiguous memory
-        channels = x.shape[axis]
-        x3 = x.reshape(int(np.prod(x.shape[:axis])), channels, -1)
-        if finite is None:
-            n = np.full(channels, x3.shape[0] * x3.shape[2], dtype=np.int64)
-            cmin = x3.min(axis=2, initial=math.inf).min(axis=0, initial=math.inf)
-            cmax = x3.max(axis=2, initial=-math.inf).max(axis=0, initial=-math.inf)
-            total = x3.sum(axis=2).sum(axis=0)
-        else:
-            ok = finite.reshape(x3.shape)
-            n = ok.sum(axis=2).sum(axis=0)
-            cmin = np.where(ok, x3, math.inf).min(axis=2, initial=math.inf).min(axis=0, initial=math.inf)
-            cmax = np.where(ok, x3, -math.inf).max(axis=2, initial=-math.inf).max(axis=0, initial=-math.inf)
-            total = np.where(ok, x3, 0.0).sum(axis=2).sum(axis=0)
-        mean = np.divide(total, n, out=np.zeros(channels), where=n > 0)
-        centered = x3 - mean[None, :, None]
-        if finite is not None:
-            centered = np.where(ok, centered, 0.0)
-        m2 = np.square(centered, out=centered).sum(axis=2).sum(axis=0)
-        part = {"count": n, "min": cmin, "max": cmax, "mean": mean, "m2": m2}
-        self._ch = part if self._ch is None else _merge_channels(self._ch, part, self.name)
 
     # -- merging ----------------------------------------------------------------------------------
     def merge(self, other: TensorAccumulator) -> TensorAccumulator:
@@ -488,6 +477,40 @@ def _regridded(acc: TensorAccumulator, e: int, first: int, length: int) -> np.nd
     index = (np.arange(acc._first, acc._first + len(acc._counts), dtype=np.int64) >> (e - acc._e)) - first
     np.add.at(out, index, acc._counts)
     return out
+
+
+def _bernoulli_indices(rng: np.random.Generator, n: int, p: float) -> np.ndarray:
+    """Indices of ``n`` Bernoulli(p) trials that succeed: the gaps between successes are geometric, so only
+    the about ``n p`` kept indices are drawn (a random number per value cost more than the sketch saved)."""
+    expected = n * p
+    gaps = rng.geometric(p, size=int(expected + 6 * math.sqrt(expected) + 16))
+    index = np.cumsum(gaps) - 1
+    while index[-1] < n - 1:  # rare: more successes than 6 standard deviations above the mean
+        index = np.concatenate([index, index[-1] + np.cumsum(rng.geometric(p, size=len(gaps)))])
+    return index[: np.searchsorted(index, n)]
+
+
+def _channel_moments(x3: np.ndarray, finite: np.ndarray | None) -> dict[str, np.ndarray]:
+    """count, min, max, mean and sum of squared deviations (two-pass, float64) of each channel of a
+    ``(before, channels, after)`` array: reductions over the last axis, then the first, on contiguous memory."""
+    channels = x3.shape[1]
+    if finite is None:
+        n = np.full(channels, x3.shape[0] * x3.shape[2], dtype=np.int64)
+        cmin = x3.min(axis=2, initial=math.inf).min(axis=0, initial=math.inf)
+        cmax = x3.max(axis=2, initial=-math.inf).max(axis=0, initial=-math.inf)
+        total = x3.sum(axis=2, dtype=np.float64).sum(axis=0)
+    else:
+        ok = finite.reshape(x3.shape)
+        n = ok.sum(axis=2).sum(axis=0)
+        cmin = np.where(ok, x3, math.inf).min(axis=2, initial=math.inf).min(axis=0, initial=math.inf)
+        cmax = np.where(ok, x3, -math.inf).max(axis=2, initial=-math.inf).max(axis=0, initial=-math.inf)
+        total = np.where(ok, x3, 0.0).sum(axis=2, dtype=np.float64).sum(axis=0)
+    mean = np.divide(total, n, out=np.zeros(channels), where=n > 0)
+    centered = np.subtract(x3, mean[None, :, None], dtype=np.float64)
+    if finite is not None:
+        centered = np.where(ok, centered, 0.0)
+    m2 = np.square(centered, out=centered).sum(axis=2).sum(axis=0)
+    return {"count": n, "min": cmin.astype(np.float64), "max": cmax.astype(np.float64), "mean": mean, "m2": m2}
 
 
 def _merge_channels(a: dict[str, np.ndarray], b: dict[str, np.ndarray], name: str) -> dict[str, np.ndarray]:
