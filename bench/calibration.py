@@ -109,15 +109,17 @@ def main() -> None:
     import io
 
     from _timing import fmt, interleaved
-    from stats_models import cnn
 
-    model_bytes, x = cnn()
     tools = ("onegraph", "ort_minmax", "ort_percentile")
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         model = work / "cnn.onnx"
-        model.write_bytes(model_bytes)
-        np.save(work / "digits.npy", x)
+        # trained and exported in a subprocess: torch's thread pools never share this process' cores
+        subprocess.run([sys.executable, "-c", "import sys, numpy as np; sys.path.insert(0, sys.argv[1]); "
+                        "from stats_models import cnn; b, x = cnn(); open(sys.argv[2], 'wb').write(b); "
+                        "np.save(sys.argv[3], x)", str(HERE.parent / "tests"), str(model), str(work / "digits.npy")],
+                       check=True, capture_output=True)
+        x = np.load(work / "digits.npy")
         print(f"model: CNN on digits ({len(x)} images 1x8x8, cycled); batches of {args.batch} samples")
         print("peak memory during calibration, above the process' resident set before it (fresh subprocess each):")
         memory = {}

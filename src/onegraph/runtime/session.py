@@ -30,6 +30,18 @@ _ORT_KINDS = {
 }
 
 
+def session_options(threads: int | None = None) -> ort.SessionOptions:
+    """onegraph's onnxruntime session options: quiet logs, no spinning, ``threads`` intra-op threads."""
+    options = ort.SessionOptions()
+    options.log_severity_level = 3
+    # idle worker threads sleep instead of spinning, so sessions kept side by side do not fight
+    # over the cores (single-row latency doubled with two spinning sessions on a 2-core machine)
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    if threads is not None:
+        options.intra_op_num_threads = threads
+    return options
+
+
 class Session:
     """A model ready to score tables.
 
@@ -50,13 +62,7 @@ class Session:
 
     def __init__(self, model: Any, *, threads: int | None = None, batch_size: int = 65536) -> None:
         data = model_bytes(model)
-        options = ort.SessionOptions()
-        options.log_severity_level = 3
-        # idle worker threads sleep instead of spinning, so sessions kept side by side do not fight
-        # over the cores (single-row latency doubled with two spinning sessions on a 2-core machine)
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        if threads is not None:
-            options.intra_op_num_threads = threads
+        options = session_options(threads)
         try:
             self._session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own Fail / InvalidGraph / InvalidArgument types

@@ -312,7 +312,10 @@ class TensorAccumulator:
         counts = _regridded(self, e, first, math.floor(math.ldexp(self.max, -e)) - first + 1)
         # multiplying by a power of two is exact (ldexp is 15x slower); floor before subtracting
         # ``first``: v - first may round up to the next integer when v is tiny and first is not
-        if -1000 < e < 1000:
+        if flat.dtype == np.float32 and -100 < e <= 0:
+            # scaling float32 by 2**-e >= 1 cannot underflow, and stays below 2**52: exact in float32
+            scaled = flat * np.float32(math.ldexp(1.0, -e))
+        elif -1000 < e < 1000:
             scaled = np.multiply(flat, math.ldexp(1.0, -e), dtype=np.float64)
         else:
             scaled = np.ldexp(flat.astype(np.float64), -e)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -133,7 +134,8 @@ def calibrate(model: Any, data: Any, *, tensors: Sequence[str] | None = None, op
     progress:
         Show a progress bar on stderr (default: when stderr is a terminal).
     threads:
-        onnxruntime intra-op threads (default: onnxruntime's).
+        onnxruntime intra-op threads (default: all cores but one, which accumulates the statistics of a batch
+        while onnxruntime runs the next).
 
     Returns
     -------
@@ -161,6 +163,8 @@ def calibrate(model: Any, data: Any, *, tensors: Sequence[str] | None = None, op
     input_names = {v.name for v in ir_model.graph.inputs}
     observed_inputs = [v.name for v in selected if v.name in input_names]
     exposed = _expose(ir_model, [v for v in selected if v.name not in input_names])
+    if threads is None:
+        threads = max(1, (os.cpu_count() or 2) - 1)
     runner = _Runner(ir.to_proto(ir_model).SerializeToString(), proto, threads)
     settings = dict(bins=bins, sketch_k=sketch_k, std_k=std_k)
     per_sample = {v.name: _values_per_sample(v) for v in selected}
@@ -172,12 +176,17 @@ def calibrate(model: Any, data: Any, *, tensors: Sequence[str] | None = None, op
     buffers = {name: _Buffer(accumulators[name]) for name, size in per_sample.items() if size is not None}
     output_names = list(exposed.values())
     samples = 0
-    with _progress_bar(progress) as bar:
-        task = None
-        for n, feeds in runner.batches(data, batch_size):
-            if task is None:
-                task = bar.add_task("calibrating", total=runner.total)
-            results = runner.run(output_names, feeds)
+    with _progress_bar(progress) as bar, ThreadPoolExecutor(max_workers=1) as pool:
+        task = bar.add_task("calibrating", total=None)
+        # onnxruntime runs the next batch in a worker thread (it releases the GIL) while this thread
+        # accumulates the current one: a calibration takes max(inference, statistics), not their sum
+        batches = runner.batches(data, batch_size)
+        pending = _submit(pool, runner, output_names, batches)
+        while pending is not None:
+            n, feeds, future = pending
+            results = future.result()
+            pending = _submit(pool, runner, output_names, batches)
+            bar.update(task, total=runner.total)
             for name, value in [*((i, feeds[i]) for i in observed_inputs), *zip(exposed, results)]:
                 if name in buffers:
                     buffers[name].add(value, n)
@@ -191,6 +200,15 @@ def calibrate(model: Any, data: Any, *, tensors: Sequence[str] | None = None, op
         raise DataError("the calibration data holds no sample", hint="give at least one row / sample")
     ordered = {name: accumulators[name] for name in [v.name for v in selected]}
     return Calibration(ordered, samples, skipped)
+
+
+def _submit(pool: ThreadPoolExecutor, runner: _Runner, names: list[str], batches: Iterator) -> tuple | None:
+    """Start onnxruntime on the next batch: ``(samples, feeds, future of the outputs)``, or None at the end."""
+    try:
+        n, feeds = next(batches)
+    except StopIteration:
+        return None
+    return n, feeds, pool.submit(runner.run, names, feeds)
 
 
 class _Buffer:
@@ -293,13 +311,10 @@ class _Runner:
             return
         import onnxruntime as ort
 
-        options = ort.SessionOptions()
-        options.log_severity_level = 3
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        if threads is not None:
-            options.intra_op_num_threads = threads
+        from onegraph.runtime.session import session_options
+
         try:
-            session = ort.InferenceSession(exposed, options, providers=["CPUExecutionProvider"])
+            session = ort.InferenceSession(exposed, session_options(threads), providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime's own exception types
             raise ModelFileError(f"onnxruntime cannot open the model: {str(exc).strip()[:500]}") from None
         self.inputs = {i.name: _NUMPY.get(i.type) for i in session.get_inputs()}
