@@ -175,25 +175,29 @@ def calibrate(model: Any, data: Any, *, tensors: Sequence[str] | None = None, op
         for i, v in enumerate(selected)}
     buffers = {name: _Buffer(accumulators[name]) for name, size in per_sample.items() if size is not None}
     output_names = list(exposed.values())
+
+    def accumulate(n: int, feeds: dict[str, np.ndarray], results: list[np.ndarray]) -> None:
+        for name, value in [*((i, feeds[i]) for i in observed_inputs), *zip(exposed, results)]:
+            if name in buffers:
+                buffers[name].add(value, n)
+            else:
+                accumulators[name].update(value, n)
+
     samples = 0
-    with _progress_bar(progress) as bar, ThreadPoolExecutor(max_workers=1) as pool:
-        task = bar.add_task("calibrating", total=None)
+    with ThreadPoolExecutor(max_workers=1) as pool:
         # onnxruntime runs the next batch in a worker thread (it releases the GIL) while this thread
         # accumulates the current one: a calibration takes max(inference, statistics), not their sum
         batches = runner.batches(data, batch_size)
-        pending = _submit(pool, runner, output_names, batches)
-        while pending is not None:
-            n, feeds, future = pending
-            results = future.result()
-            pending = _submit(pool, runner, output_names, batches)
-            bar.update(task, total=runner.total)
-            for name, value in [*((i, feeds[i]) for i in observed_inputs), *zip(exposed, results)]:
-                if name in buffers:
-                    buffers[name].add(value, n)
-                else:
-                    accumulators[name].update(value, n)
-            samples += n
-            bar.update(task, advance=n)
+        pending = _submit(pool, runner, output_names, batches)  # data errors surface before any progress bar
+        with _progress_bar(progress) as bar:
+            task = bar.add_task("calibrating", total=runner.total)
+            while pending is not None:
+                n, feeds, future = pending
+                results = future.result()
+                pending = _submit(pool, runner, output_names, batches)
+                accumulate(n, feeds, results)
+                samples += n
+                bar.update(task, advance=n, total=runner.total)
     for buffer in buffers.values():
         buffer.flush()
     if samples == 0:
