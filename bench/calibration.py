@@ -1,9 +1,9 @@
 """Calibration: onegraph.stats vs onnxruntime.quantization's MinMax and Percentile calibrators.
 
 Model and data: a small CNN (two Conv + ReLU + MaxPool, a Linear; 9 float tensors observed) trained with torch
-on scikit-learn's bundled handwritten digits and exported by torch.onnx; calibration samples are the 1,797
-digit images, cycled to reach the sample count. Every tool gets the same batches of ``--batch`` samples from a
-generator, so the data itself never sits in memory.
+on scikit-learn's bundled handwritten digits and exported by torch.onnx (tests/data/digits-cnn.onnx);
+calibration samples are the 1,797 digit images, cycled to reach the sample count. Every tool gets the same
+batches of ``--batch`` samples from a generator, so the data itself never sits in memory.
 
 * Peak memory: each (tool, sample count) runs in its own fresh subprocess. After imports and model set-up the
   process' peak resident set (VmHWM, which counts native allocations that tracemalloc cannot see) is reset by
@@ -17,8 +17,7 @@ generator, so the data itself never sits in memory.
 onnxruntime's Percentile calibrator fails on batches of different sizes (it stacks every batch with
 ``np.asarray``), so the batch size divides every sample count (50 by default).
 
-Run: ``python bench/calibration.py [--batch 50] [--time-samples 2000] [--rounds 3]`` (needs torch for the
-model export).
+Run: ``python bench/calibration.py [--batch 50] [--time-samples 2000] [--rounds 7]``.
 """
 
 from __future__ import annotations
@@ -97,7 +96,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--batch", type=int, default=50)  # divides every sample count: see the docstring
     parser.add_argument("--time-samples", type=int, default=2000)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--child", nargs=5, metavar=("TOOL", "MODEL", "DATA", "SAMPLES", "BATCH"))
     args = parser.parse_args()
     if args.child:
@@ -109,17 +108,15 @@ def main() -> None:
     import io
 
     from _timing import fmt, interleaved
+    from stats_models import cnn
 
     tools = ("onegraph", "ort_minmax", "ort_percentile")
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         model = work / "cnn.onnx"
-        # trained and exported in a subprocess: torch's thread pools never share this process' cores
-        subprocess.run([sys.executable, "-c", "import sys, numpy as np; sys.path.insert(0, sys.argv[1]); "
-                        "from stats_models import cnn; b, x = cnn(); open(sys.argv[2], 'wb').write(b); "
-                        "np.save(sys.argv[3], x)", str(HERE.parent / "tests"), str(model), str(work / "digits.npy")],
-                       check=True, capture_output=True)
-        x = np.load(work / "digits.npy")
+        model_bytes, x = cnn()
+        model.write_bytes(model_bytes)
+        np.save(work / "digits.npy", x)
         print(f"model: CNN on digits ({len(x)} images 1x8x8, cycled); batches of {args.batch} samples")
         print("peak memory during calibration, above the process' resident set before it (fresh subprocess each):")
         memory = {}

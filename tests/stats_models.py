@@ -3,10 +3,13 @@
 * ``penguins_pipeline``: the onegraph-built Palmer penguins pipeline (imputation, scaling, one-hot, logistic
   regression), fed from the DataFrame;
 * ``mlp``: a 2-hidden-layer MLP trained with torch on the penguins' four measurements, exported by
-  torch.onnx (without torch, e.g. in CI's fresh environment: scikit-learn's MLPClassifier trained on the same
-  data, written as Gemm / Relu nodes with onnx.helper);
+  torch.onnx (``export_mlp`` without torch writes scikit-learn's MLPClassifier with onnx.helper instead);
 * ``cnn``: a small CNN (two Conv + ReLU + MaxPool, a Linear) trained with torch on scikit-learn's bundled
-  handwritten digits (8x8), exported by torch.onnx (tests that need it are skipped without torch).
+  handwritten digits (8x8), exported by torch.onnx.
+
+The two torch models are committed in tests/data (``digits-cnn.onnx``, ``penguins-mlp.onnx``, a few KiB) so
+the tests need neither torch nor training time; ``python tests/stats_models.py`` trains and exports them again
+(torch 2.13.0, seeded).
 
 ``activations`` runs a model in onnxruntime over all the data at once with every float tensor made an output
 through onnx.helper (not onegraph's code), so tests compare onegraph's batched statistics with numpy on the
@@ -18,11 +21,13 @@ from __future__ import annotations
 import io
 import warnings
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import onnx
 import onnxruntime as ort
 
+DATA = Path(__file__).parent / "data"
 FLOATS = {onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16}
 
 
@@ -61,19 +66,44 @@ def _export(module, example, dynamic_axes) -> bytes:
     return buf.getvalue()
 
 
-@lru_cache(maxsize=None)
-def mlp() -> tuple[bytes, np.ndarray]:
-    """The exported MLP and its data ``x`` [333, 4] float32 (standardized penguin measurements)."""
+def _penguin_measurements() -> tuple[np.ndarray, np.ndarray]:
     from onegraph.datasets import load_penguins
 
     frame = load_penguins().dropna(subset=["bill_length_mm", "body_mass_g", "sex"])
     x = frame[["bill_length_mm", "bill_depth_mm", "flipper_length_mm", "body_mass_g"]].to_numpy(np.float32)
     x = (x - x.mean(axis=0)) / x.std(axis=0)
-    y = frame["species"].astype("category").cat.codes.to_numpy(np.int64)
+    return x, frame["species"].astype("category").cat.codes.to_numpy(np.int64)
+
+
+def _digits() -> tuple[np.ndarray, np.ndarray]:
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    return (digits.images / 16.0).astype(np.float32)[:, None], digits.target.astype(np.int64)
+
+
+@lru_cache(maxsize=None)
+def mlp() -> tuple[bytes, np.ndarray]:
+    """The MLP (committed export, see ``export_mlp``) and its data ``x`` [333, 4] float32 (standardized
+    penguin measurements)."""
+    return (DATA / "penguins-mlp.onnx").read_bytes(), _penguin_measurements()[0]
+
+
+@lru_cache(maxsize=None)
+def cnn() -> tuple[bytes, np.ndarray]:
+    """The CNN (committed export, see ``export_cnn``) and its data ``x`` [1797, 1, 8, 8] float32 (scikit-learn's
+    digits, scaled to [0, 1])."""
+    return (DATA / "digits-cnn.onnx").read_bytes(), _digits()[0]
+
+
+def export_mlp() -> bytes:
+    """Train the MLP with torch on the penguins and export it with torch.onnx (scikit-learn's MLPClassifier
+    written with onnx.helper when torch is absent)."""
+    x, y = _penguin_measurements()
     try:
         import torch
     except ImportError:
-        return _sklearn_mlp(x, y), x
+        return _sklearn_mlp(x, y)
     torch.manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.ReLU(), torch.nn.Linear(16, 16), torch.nn.Tanh(),
                               torch.nn.Linear(16, 3))
@@ -83,7 +113,7 @@ def mlp() -> tuple[bytes, np.ndarray]:
         opt.zero_grad()
         torch.nn.functional.cross_entropy(net(xt), yt).backward()
         opt.step()
-    return _export(net, xt[:2], {"x": {0: "N"}, "y": {0: "N"}}), x
+    return _export(net, xt[:2], {"x": {0: "N"}, "y": {0: "N"}})
 
 
 def _sklearn_mlp(x: np.ndarray, y: np.ndarray) -> bytes:
@@ -105,17 +135,11 @@ def _sklearn_mlp(x: np.ndarray, y: np.ndarray) -> bytes:
     return h.make_model(graph, opset_imports=[h.make_opsetid("", 17)], ir_version=8).SerializeToString()
 
 
-@lru_cache(maxsize=None)
-def cnn() -> tuple[bytes, np.ndarray]:
-    """The exported CNN and its data ``x`` [1797, 1, 8, 8] float32 (scikit-learn's digits, scaled to [0, 1])."""
-    import pytest
+def export_cnn() -> bytes:
+    """Train the CNN with torch on the digits and export it with torch.onnx."""
+    import torch
 
-    torch = pytest.importorskip("torch")
-    from sklearn.datasets import load_digits
-
-    digits = load_digits()
-    x = (digits.images / 16.0).astype(np.float32)[:, None]
-    y = digits.target.astype(np.int64)
+    x, y = _digits()
 
     class CNN(torch.nn.Module):
         def __init__(self) -> None:
@@ -138,7 +162,7 @@ def cnn() -> tuple[bytes, np.ndarray]:
             opt.zero_grad()
             torch.nn.functional.cross_entropy(net(xt[i:i + 128]), yt[i:i + 128]).backward()
             opt.step()
-    return _export(net, xt[:2], {"x": {0: "N"}, "y": {0: "N"}}), x
+    return _export(net, xt[:2], {"x": {0: "N"}, "y": {0: "N"}})
 
 
 def activations(model: bytes | onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -158,3 +182,8 @@ def activations(model: bytes | onnx.ModelProto, feeds: dict[str, np.ndarray]) ->
         if i.type.tensor_type.elem_type in FLOATS and i.name in feeds:
             result[i.name] = feeds[i.name]
     return result
+
+
+if __name__ == "__main__":
+    (DATA / "penguins-mlp.onnx").write_bytes(export_mlp())
+    (DATA / "digits-cnn.onnx").write_bytes(export_cnn())
