@@ -43,8 +43,9 @@ def test_show_recover_strip_and_the_explicit_command(tmp_path):
     (tmp_path / "cnn.onnx").write_bytes(model)
     np.savez(tmp_path / "digits.npz", x=x[:200])
     annotated = tmp_path / "cnn.stats.onnx"
-    result = runner.invoke(app, ["stats", "calibrate", str(tmp_path / "cnn.onnx"), "--data", str(tmp_path / "digits.npz"),
-                                 "-o", str(annotated), "--quant-type", "int8", "--symmetric", "--per-channel"])
+    result = runner.invoke(app, ["stats", "calibrate", str(tmp_path / "cnn.onnx"), "--data",
+                                 str(tmp_path / "digits.npz"), "-o", str(annotated), "--quant-type", "int8",
+                                 "--symmetric", "--per-channel"])
     assert result.exit_code == 0, result.output
     result = runner.invoke(app, ["stats", "show", str(annotated)])
     assert result.exit_code == 0, result.output

@@ -113,9 +113,9 @@ class TensorStats:
     ``count`` is the number of finite values; ``size`` every value (finite, NaN, +inf, -inf). ``min``,
     ``max``, ``absmax``, ``mean``, ``std`` (population, ddof = 0) and ``zero_fraction`` are over the finite
     values and None when there are none. ``quantiles`` maps a probability to a value whose rank is within
-    ``quantile_rank_error`` of it (99% confidence). ``outliers`` keys: ``tukey_1.5``, ``tukey_3``,
-    ``std_<k>``. ``source`` says where the figures come from: ``calibration`` or ``recovered`` (ranges read
-    back from a quantized model: only ``min`` / ``max`` set).
+    ``quantile_rank_error`` of it (99% confidence; 98% when the sketch saw a sample). ``outliers`` keys:
+    ``tukey_1.5``, ``tukey_3``, ``std_<k>``. ``source`` says where the figures come from: ``calibration``
+    or ``recovered`` (ranges read back from a quantized model: only ``min`` / ``max`` set).
     """
 
     count: int = 0

@@ -387,7 +387,8 @@ class _Runner:
             if dtype is not None and arr.dtype != dtype and arr.dtype.kind in "biuf":
                 arr = arr.astype(dtype)
             if arr.ndim == 0:
-                raise DataError(f"input {name!r}: a scalar is no batch", hint="give an array whose first axis is samples")
+                raise DataError(f"input {name!r}: a scalar is no batch",
+                                hint="give an array whose first axis is samples")
             out[name] = arr
         lengths = {len(a) for a in out.values()}
         if len(lengths) > 1:

@@ -192,7 +192,8 @@ def float8_scale(stats: TensorStats, quant_type: str = "float8e4m3fn", *, method
                                 hint="calibrate on data where the tensor varies")
     scale = np.asarray(spread / reference, dtype=dtype)
     if not (np.isfinite(scale) and scale > 0):
-        raise QuantizationError(f"tensor {tensor!r}: float8 scale {spread / reference!r} does not fit {np.dtype(dtype)}")
+        raise QuantizationError(f"tensor {tensor!r}: float8 scale {spread / reference!r} does not fit "
+                                f"{np.dtype(dtype)}")
     return scale
 
 

@@ -27,7 +27,7 @@ import onnx_ir as ir
 from onegraph.io import load_model
 from onegraph.stats.accumulators import ChannelStats, TensorStats
 from onegraph.stats.annotate import AnnotateStatsPass
-from onegraph.stats.qparams import _FULL, FLOAT8_TYPES
+from onegraph.stats.qparams import _FULL, FLOAT8_TYPES, INTEGER_TYPES
 
 # op_type -> (quantized input slots (tensor, scale, zero point), output slot (scale, zero point))
 _QLINEAR: dict[str, tuple[tuple[tuple[int, int, int], ...], tuple[int, int]]] = {
@@ -45,12 +45,9 @@ _QLINEAR: dict[str, tuple[tuple[tuple[int, int, int], ...], tuple[int, int]]] = 
 _WEIGHT_AXIS = {"QLinearConv": 0, "QLinearMatMul": -1}
 # the representable integers of each type; int32 for biases quantized with scale = input scale * weight scale
 _INTEGER_RANGES = {**_FULL, "int32": (-(2**31), 2**31 - 1)}
-_NUMPY_NAMES = {np.dtype(np.int32): "int32", np.dtype(np.uint8): "uint8", np.dtype(np.int8): "int8", np.dtype(np.uint16): "uint16",
-                np.dtype(np.int16): "int16", np.dtype(ml_dtypes.uint4): "uint4", np.dtype(ml_dtypes.int4): "int4",
-                np.dtype(ml_dtypes.float8_e4m3fn): "float8e4m3fn", np.dtype(ml_dtypes.float8_e5m2): "float8e5m2"}
-_IR_NAMES = {ir.DataType.INT32: "int32", ir.DataType.UINT8: "uint8", ir.DataType.INT8: "int8", ir.DataType.UINT16: "uint16",
-             ir.DataType.INT16: "int16", ir.DataType.UINT4: "uint4", ir.DataType.INT4: "int4",
-             ir.DataType.FLOAT8E4M3FN: "float8e4m3fn", ir.DataType.FLOAT8E5M2: "float8e5m2"}
+_TYPES = {"int32": (np.int32, onnx.TensorProto.INT32), **INTEGER_TYPES, **FLOAT8_TYPES}
+_NUMPY_NAMES = {np.dtype(np_type): name for name, (np_type, _) in _TYPES.items()}
+_IR_NAMES = {ir.DataType(code): name for name, (_, code) in _TYPES.items()}
 
 
 @dataclass(frozen=True)

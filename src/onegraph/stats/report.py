@@ -89,7 +89,8 @@ def tensor_table(stats: Mapping[str, TensorStats], qparams: Mapping[str, QuantPa
         if col == "tensor":
             table.add_column(col, overflow="fold", min_width=12)
         else:
-            table.add_column(col, no_wrap=True, justify="left" if col in ("source", "dtype", "quantization") else "right")
+            left = col in ("source", "dtype", "quantization")
+            table.add_column(col, no_wrap=True, justify="left" if left else "right")
     for n in dict.fromkeys([*stats, *qparams]):
         s = stats.get(n, TensorStats(source="-"))
         row = [n] + ([s.source] if len(sources) > 1 else []) + [
