@@ -18,6 +18,7 @@ COMMAND_MODULES = [
     "onegraph.cli.convert",
     "onegraph.cli.check",
     "onegraph.cli.meta",
+    "onegraph.cli.stats",
 ]
 
 for _module in COMMAND_MODULES:

@@ -164,6 +164,14 @@ class Session:
             self._raise_checks(results, data)
         return results
 
+    def run_feeds(self, feeds: dict[str, np.ndarray], names: list[str] | None = None) -> list[np.ndarray]:
+        """Run onnxruntime on prepared ``feeds`` (from :meth:`feeds`) for the outputs ``names`` (default:
+        the model's), without the checks :meth:`run` applies. Raises :class:`~onegraph.errors.RuntimeFailure`."""
+        try:
+            return self._run(names or self._output_names, feeds, self._run_options)
+        except Exception as exc:  # onnxruntime's own exception types
+            raise RuntimeFailure(f"onnxruntime failed: {str(exc).strip()[:500]}") from None
+
     def _call(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
         try:
             return self._run(self._output_names, feeds, self._run_options)
