@@ -16,6 +16,7 @@ from sklearn.pipeline import Pipeline
 import onegraph
 from onegraph.emit import BOOL, DOUBLE, FLOAT, INT64, STRING, Col, GraphBuilder
 from onegraph.errors import ExportError, MissingColumnError, ParityError
+from onegraph.export.adapters.contract import qualified_name
 from onegraph.frame.data import as_pandas
 from onegraph.frame.schema import ColumnSpec, spec_for
 from onegraph.frame.transformers.categorical import CHECK_UNKNOWN
@@ -202,7 +203,8 @@ def _clean(model: ir.Model) -> None:
     TopologicalSortPass()(model)
 
 
-def _finish(ir_model: ir.Model, specs: list[ColumnSpec], outputs: list[dict], model: Any) -> onnx.ModelProto:
+def _finish(ir_model: ir.Model, specs: list[ColumnSpec], outputs: list[dict], model: Any,
+            extra: dict | None = None) -> onnx.ModelProto:
     ir_model.producer_name = "onegraph"
     ir_model.producer_version = onegraph.__version__
     fields = {
@@ -215,6 +217,7 @@ def _finish(ir_model: ir.Model, specs: list[ColumnSpec], outputs: list[dict], mo
     }
     if model is not None:
         fields["training_algorithm"] = qualified_name(model)
+    fields.update(extra or {})
     ir_model.metadata_props.update(meta.encode(fields))
     proto = ir.to_proto(ir_model)
     try:
@@ -223,12 +226,6 @@ def _finish(ir_model: ir.Model, specs: list[ColumnSpec], outputs: list[dict], mo
         raise ExportError(f"the built graph does not pass the ONNX checker: {exc}",
                           hint="report this pipeline to onegraph") from None
     return proto
-
-
-def qualified_name(obj: Any) -> str:
-    """``sklearn.linear_model.LogisticRegression``: the public module path (private parts dropped)."""
-    module = ".".join(p for p in type(obj).__module__.split(".") if not p.startswith("_"))
-    return f"{module}.{type(obj).__qualname__}"
 
 
 def _jsonable(entry: dict) -> dict:

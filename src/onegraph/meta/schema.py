@@ -14,12 +14,19 @@ key (after ``org.onegraph.``)      type       meaning
 ``training_algorithm``             str        class of the final model, e.g. ``sklearn.linear_model.LogisticRegression``
 ``inputs``                         list       the input schema: one :class:`~onegraph.frame.schema.ColumnSpec` dict per column
 ``outputs``                        list       one dict per output: ``name``, ``role`` (``label``, ``probabilities``,
-                                              ``prediction``, ``feature``, ``check``), ``classes`` for probabilities
+                                              ``prediction``, ``feature``, ``check``, ``top_labels``,
+                                              ``top_probabilities``), ``classes`` for probabilities, ``model``
+                                              (the composed model it comes from, or ``ensemble``)
+``models``                         list       composed models: one dict per model (``name``, ``source``,
+                                              ``consumes``)
+``ensemble``                       object     how the models combine: ``method``, ``weights``, ``final_estimator``
+``sequence``                       object     rows scored as windows: a :class:`SequenceSpec` dict
 =================================  =========  ===========================================================
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import json
 from collections.abc import Callable, Mapping
@@ -58,6 +65,63 @@ def _json_list(value: Any) -> list:
     return value
 
 
+def _json_object(value: Any) -> dict:
+    if isinstance(value, str):
+        value = json.loads(value)
+    if not isinstance(value, dict):
+        raise ValueError("expected a JSON object")
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class SequenceSpec:
+    """How rows become windows for a sequence model (metadata key ``org.onegraph.sequence``).
+
+    Rows of one ``group`` (a card, a sensor) are sorted by ``order`` (a time); each row is scored with the
+    window of its group's last ``window`` rows up to and including it, after per-row preprocessing.
+    ``padding="pre"``: a window with fewer rows (a group's first rows) is filled with ``pad_value`` rows
+    (in the model's feature space) before its first row, as Keras' ``pad_sequences(padding="pre")``. The
+    graph takes the windows as the int64 input ``input`` ``[N, window]`` of row positions in the sorted
+    rows, -1 for padding (:func:`onegraph.runtime.windows.window_index` computes it).
+    """
+
+    group: str
+    order: str
+    window: int
+    padding: str = "pre"
+    pad_value: float = 0.0
+    input: str = "onegraph.window"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.window, int) or isinstance(self.window, bool) or self.window < 1:
+            raise ValueError(f"window must be a positive integer, got {self.window!r}")
+        if self.padding != "pre":
+            raise ValueError(f"padding {self.padding!r} is not supported (use 'pre')")
+        for key in ("group", "order", "input"):
+            if not isinstance(getattr(self, key), str) or not getattr(self, key):
+                raise ValueError(f"{key} must be a column name")
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> SequenceSpec:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError(f"unknown field(s) {sorted(unknown)}")
+        return cls(**{k: (float(v) if k == "pad_value" else v) for k, v in d.items()})
+
+
+def _sequence(value: Any) -> dict:
+    if isinstance(value, SequenceSpec):
+        return value.to_dict()
+    try:
+        return SequenceSpec.from_dict(_json_object(value)).to_dict()
+    except TypeError as exc:
+        raise ValueError(str(exc)) from None
+
+
 def _int(value: Any) -> int:
     if isinstance(value, bool):
         raise ValueError("expected an integer")
@@ -79,7 +143,12 @@ FIELDS: dict[str, Callable[[Any], Any]] = {
     "training_algorithm": _str,
     "inputs": _json_list,
     "outputs": _json_list,
+    "models": _json_list,
+    "ensemble": _json_object,
+    "sequence": _sequence,
 }
+#: fields stored as JSON text
+_JSON_FIELDS = ("inputs", "outputs", "meta_version", "models", "ensemble", "sequence")
 
 
 def validate(key: str, value: Any) -> Any:
@@ -114,7 +183,7 @@ def decode(props: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
             continue
         name = key[len(PREFIX):]
         value: Any = text
-        if name in ("inputs", "outputs", "meta_version"):
+        if name in _JSON_FIELDS:
             try:
                 value = json.loads(text)
             except json.JSONDecodeError as exc:

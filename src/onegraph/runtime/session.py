@@ -70,7 +70,8 @@ class Session:
             self.inputs = [ColumnSpec.from_dict(d) for d in fields["inputs"]]
         else:
             self.inputs = [_spec_from_ort(i) for i in ort_inputs]
-        self._rank2 = [i.name for i in ort_inputs if len(i.shape) == 2]
+        columns = {s.name for s in self.inputs}
+        self._rank2 = [i.name for i in ort_inputs if len(i.shape) == 2 and i.name in columns]
         ort_outputs = [o.name for o in self._session.get_outputs()]
         self.outputs = fields.get("outputs") or [{"name": n, "column": n, "role": "output"} for n in ort_outputs]
         self._output_names = [o["name"] for o in self.outputs]
@@ -82,6 +83,8 @@ class Session:
         self._run = self._session._sess.run  # the binding, without the wrapper's per-call validation
         self._run_options = ort.RunOptions()
         self._templates: dict[tuple, FrameTemplate] = {}
+        #: rows scored as windows of their group (see :mod:`onegraph.runtime.windows`), or None
+        self.sequence = meta.SequenceSpec.from_dict(fields["sequence"]) if "sequence" in fields else None
 
     @property
     def input_names(self) -> list[str]:
@@ -127,6 +130,8 @@ class Session:
         n, feeds = self.feeds(data)
         if n == 0:
             return self._empty_outputs()
+        if self.sequence is not None:
+            return self._sequence_results(data, feeds)
         if n <= self.batch_size:
             results = self._call(feeds)
         else:
@@ -136,6 +141,17 @@ class Session:
             with ThreadPoolExecutor(max_workers=min(len(chunks), os.cpu_count() or 1, 4)) as pool:
                 parts = list(pool.map(self._call, chunks))
             results = [np.concatenate([p[j] for p in parts]) for j in range(len(self._output_names))]
+        if self._checks:
+            self._raise_checks(results, data)
+        return results
+
+    def _sequence_results(self, data: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """Rows sorted by (group, order), windows indexed, one call (a window spans the batch)."""
+        from onegraph.runtime.windows import restore_order, sequence_feeds
+
+        _, names, get = column_reader(data)
+        perm, feeds = sequence_feeds(self.sequence, get, list(names), feeds)
+        results = restore_order(self._call(feeds), perm)
         if self._checks:
             self._raise_checks(results, data)
         return results
