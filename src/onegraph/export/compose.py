@@ -258,11 +258,12 @@ def _declare_outputs(g: GraphBuilder, outs: dict[str, ModelOutputs], answer: Mod
             name = _output_name(prefix + role, taken)
             entry = {"name": name, "column": prefix + role, "role": role, "model": model}
             shape = ["N"]
-            if role == "probabilities":
+            if role == "probabilities" and result.classes is not None:
                 entry["classes"] = result.classes
                 shape = ["N", len(result.classes)]
             elif value.shape is not None and len(value.shape) == 2:
-                shape = ["N", value.shape[1]]
+                width = value.shape[1]
+                shape = ["N", width if isinstance(width, int) else None]
             g.output(value, name, value.dtype, shape)
             entries.append(entry)
 
@@ -284,13 +285,19 @@ def _jsonable(entry: dict) -> dict:
     return entry
 
 
-def _tidy(model: ir.Model) -> None:
-    """Unused nodes out, identical initializers kept once (spliced graphs repeat constants), unique names."""
-    from onnx_ir.passes.common import DeduplicateInitializersPass
+def _tidy(model: ir.Model, *, merge_common: bool = False) -> None:
+    """Unused nodes out, identical initializers kept once (spliced graphs repeat constants), unique names.
+
+    ``merge_common``: also compute identical nodes on identical inputs once (models built separately repeat
+    the same preprocessing).
+    """
+    from onnx_ir.passes.common import CommonSubexpressionEliminationPass, DeduplicateInitializersPass
 
     from onegraph.export.build import _clean
 
     DeduplicateInitializersPass()(model)
+    if merge_common:
+        CommonSubexpressionEliminationPass()(model)
     _clean(model)
 
 

@@ -49,8 +49,11 @@ def splice(g: GraphBuilder, proto: onnx.ModelProto, feeds: Mapping[str, ir.Value
     """
     from onegraph.export.adapters.legacy_trees import upgrade_tree_ensembles
 
-    proto = align_opset(proto, what)
-    sub = ir.from_proto(proto)
+    aligned = align_opset(proto, what)
+    if aligned is proto:  # onnx-ir writes renamed initializers through to their TensorProto: work on a copy
+        aligned = onnx.ModelProto()
+        aligned.CopyFrom(proto)
+    sub = ir.from_proto(aligned)
     upgrade_tree_ensembles(sub)
     for domain, version in sub.opset_imports.items():
         have = g.graph.opset_imports.get(domain)
