@@ -2,7 +2,7 @@
 
 Each card has a home pattern: a few favourite merchants, daytime purchases, amounts around its own typical
 amount (log-normal). Some cards are compromised at a random moment: from then on, a burst of transactions
-follows in quick succession, at night, in risky categories (electronics, gift cards, jewelry, online
+follows in quick succession, mostly at night, mostly in risky categories (electronics, gift cards, jewelry, online
 marketplaces) at unfamiliar merchants, with larger amounts. Fraud transactions are labelled 1. A single
 transaction often looks normal; the burst — several unusual transactions in a row on one card — is what a
 sequence model sees.
@@ -57,12 +57,13 @@ def generate(n_cards: int = 300, days: int = 60, fraud_share: float = 0.15, seed
             rows.append((start + day * day_ns + int(hour * 3600e9), merchant, category, amount, card_id, 0))
         if rng.random() < fraud_share:
             at = start + int(rng.uniform(days * 0.3, days * 0.9) * day_ns)
-            at = at - at % day_ns + int(rng.uniform(0, 5) * 3600e9)  # the burst starts at night
-            for _ in range(int(rng.integers(3, 9))):
-                at += int(rng.exponential(20) * 60e9)  # minutes apart
-                category = rng.choice(RISKY) if rng.random() < 0.8 else rng.choice(CATEGORIES)
+            hour = rng.uniform(0, 5) if rng.random() < 0.6 else rng.uniform(8, 22)  # mostly at night
+            at = at - at % day_ns + int(hour * 3600e9)
+            for _ in range(int(rng.integers(2, 7))):
+                at += int(rng.exponential(45) * 60e9)  # minutes apart
+                category = rng.choice(RISKY) if rng.random() < 0.6 else rng.choice(CATEGORIES)
                 merchant = names[category][int(rng.integers(0, MERCHANTS_PER_CATEGORY))]
-                amount = round(float(typical * rng.lognormal(1.0, 0.6)), 2)
+                amount = round(float(typical * rng.lognormal(0.6, 0.6)), 2)
                 rows.append((at, merchant, category, amount, card_id, 1))
     frame = pd.DataFrame(rows, columns=["timestamp", "merchant", "category", "amount", "card_id", "label"])
     frame["timestamp"] = pd.to_datetime(frame["timestamp"], unit="ns")

@@ -149,10 +149,14 @@ def main() -> None:
     y = test["label"].to_numpy()
     print(f"quality   held-out ROC AUC {roc_auc_score(y, graph[:, 1]):.3f}, "
           f"average precision {average_precision_score(y, graph[:, 1]):.3f} (fraud rate {y.mean():.2%})")
-    one_card = test[test["card_id"] == test["card_id"].iloc[0]]
-    print("score     onegraph.score(model, one card's transactions):")
-    print(pd.concat([one_card[["timestamp", "category", "amount", "label"]].tail(4),
-                     onegraph.score(args.out, one_card.drop(columns="label")).tail(4).round(3)], axis=1).to_string())
+    card = test.loc[test["label"] == 1, "card_id"].iloc[0]
+    one_card = test[test["card_id"] == card]
+    first_fraud = int(np.flatnonzero(one_card["label"].to_numpy())[0])
+    shown = one_card.iloc[max(first_fraud - 3, 0):first_fraud + 3]
+    print(f"score     onegraph.score(model, transactions of {card}) around its first fraud:")
+    scored = onegraph.score(args.out, one_card.drop(columns="label")).loc[shown.index]
+    print(pd.concat([shown[["timestamp", "category", "amount", "label"]],
+                     scored.rename(columns={"label": "predicted"}).round(3)], axis=1).to_string())
     print(f"total     {time.perf_counter() - start:.1f} s wall, {time.process_time():.1f} s CPU")
 
 
