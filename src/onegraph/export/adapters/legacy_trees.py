@@ -220,7 +220,7 @@ def _regressor(w: _Writer, node: ir.Node) -> None:
     if dtype != np.float32:
         y = w.op("Cast", y, to=ir.DataType.FLOAT)  # the old operator's output is float32
     node.outputs[0].replace_all_uses_with(y, replace_graph_outputs=True)
-    _keep_name(node.outputs[0], y)
+    _keep_name(node.outputs[0], y, ir.DataType.FLOAT, n_targets)
 
 
 def _classifier(w: _Writer, node: ir.Node) -> None:
@@ -256,19 +256,19 @@ def _classifier(w: _Writer, node: ir.Node) -> None:
     old_label, old_scores = node.outputs[0], node.outputs[1]
     old_label.replace_all_uses_with(label, replace_graph_outputs=True)
     old_scores.replace_all_uses_with(scores, replace_graph_outputs=True)
-    _keep_name(old_label, label)
-    _keep_name(old_scores, scores)
+    _keep_name(old_label, label, ir.DataType.INT64 if labels_int else ir.DataType.STRING, None)
+    _keep_name(old_scores, scores, ir.DataType.FLOAT, n_classes)
 
 
-def _keep_name(old: ir.Value, new: ir.Value) -> None:
-    """The replacement takes over the old output's name (a graph output keeps its name), and its type."""
+def _keep_name(old: ir.Value, new: ir.Value, dtype: ir.DataType, width: int | None) -> None:
+    """The replacement takes over the old output's name (a graph output keeps its name); its type and shape
+    are what the rewrite computes (``[N]`` label, ``[N, width]`` scores), whatever the old graph declared."""
     name = old.name
     old.name = None
     new.name = name
-    if old.dtype is not None:
-        new.dtype = old.dtype
-    if old.shape is not None:
-        new.shape = old.shape
+    new.dtype = dtype
+    batch = old.shape[0] if old.shape is not None and len(old.shape) >= 1 else None
+    new.shape = ir.Shape([batch] if width is None else [batch, width])
 
 
 def upgrade_tree_ensembles(model: ir.Model) -> int:
