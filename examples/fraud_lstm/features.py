@@ -2,7 +2,7 @@
 
 A small stand-in until ``onegraph.frame.DateParts`` is available: to switch, replace ``TimeOfDay()`` in
 ``pipeline.py`` by ``DateParts(["hour", "dayofweek"])`` — same columns, same values. Like every onegraph
-transformer it keeps its two faces side by side: pandas' ``dt.hour`` / ``dt.dayofweek`` (Monday = 0), and
+transformer it keeps its two faces side by side: pandas' ``dt.hour`` / ``dt.day_of_week`` (Monday = 0), and
 ONNX nodes on the int64 nanoseconds the graph receives (integer division by an hour / a day; 1970-01-01
 was a Thursday, day 3). Times before 1970 are not supported (ONNX integer division truncates toward zero);
 missing times (NaT) give NaN.
@@ -36,7 +36,7 @@ class TimeOfDay(FrameTransformer):
         for name in self.feature_names_in_:
             ts = pd.to_datetime(frame[name])
             out[f"{name}_hour"] = ts.dt.hour.astype("float64")
-            out[f"{name}_dayofweek"] = ts.dt.dayofweek.astype("float64")
+            out[f"{name}_dayofweek"] = ts.dt.day_of_week.astype("float64")
         return pd.DataFrame(out, index=frame.index)
 
     def _names_out(self) -> list[str]:
