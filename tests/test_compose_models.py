@@ -73,8 +73,9 @@ def test_voting_classifier_equals_scikit_learn(voting):
     assert (scores["label"].to_numpy() == vc.predict(x)).all()
     if voting == "soft":
         np.testing.assert_allclose(_proba(scores, "", vc.classes_), vc.predict_proba(x), atol=1e-12)
-    for name, est in vc.named_estimators_.items():
-        assert (scores[f"{name}.label"].to_numpy() == est.predict(x)).all()
+    for name, est in vc.named_estimators_.items():  # fitted on class indices; the artifact names the classes
+        assert (scores[f"{name}.label"].to_numpy() == vc.classes_[est.predict(x)]).all()
+        np.testing.assert_allclose(_proba(scores, f"{name}.", vc.classes_), est.predict_proba(x), atol=1e-12)
 
 
 def test_stacking_classifier_equals_scikit_learn():

@@ -116,6 +116,8 @@ def compose(preprocessing: Any, models: Any, sample: Any, *, ensemble: Ensemble 
         with g.scope(model_name, a.model):
             outs[model_name] = a.emit(g, x)
     answer, classes, task = _answer(g, outs, adapters, ensemble)
+    if ensemble is not None and ensemble.encoded and classes is not None:
+        outs = {n: _decoded(g, o, classes) for n, o in outs.items()}
     for step in post:
         if answer is None:
             raise ExportError(f"{type(step).__name__} applies to the answer of one model or an ensemble",
@@ -246,6 +248,19 @@ def _answer(g: GraphBuilder, outs: dict[str, ModelOutputs], adapters: dict[str, 
     return None, None, None
 
 
+def _decoded(g: GraphBuilder, result: ModelOutputs, classes: list) -> ModelOutputs:
+    """A model of a scikit-learn ensemble predicts class indices (its estimators are fitted on encoded
+    labels): its label becomes the class itself, its probability columns are named by the classes."""
+    from onegraph.export.adapters.models import label_from_index
+
+    values = dict(result.values)
+    if "label" in values:
+        label = values["label"]
+        values["label"] = label_from_index(g, classes, label if label.dtype == INT64 else
+                                           g.op("Cast", label, to=INT64, dtype=INT64))
+    return ModelOutputs(values, classes)
+
+
 def _declare_outputs(g: GraphBuilder, outs: dict[str, ModelOutputs], answer: ModelOutputs | None,
                      adapters: dict[str, Adapter], taken: set[str]) -> list[dict]:
     from onegraph.export.build import _output_name
@@ -342,6 +357,11 @@ def reference_outputs(frame: pd.DataFrame, preprocessing: Any, adapters: dict[st
         if ensemble is not None:
             task, classes = ensemble.resolve(adapters)
             answer = ensemble.apply(per_model, task, classes)
+            if ensemble.encoded and classes is not None:
+                table = np.asarray(classes, dtype=object)
+                for n, values in per_model.items():
+                    if "label" in values:
+                        out[f"{n}.label"] = table[np.asarray(values["label"], np.int64)]
     if answer is not None:
         for step in post:
             answer, classes = step.apply(answer, classes)
