@@ -5,9 +5,10 @@ such as onnxmltools (XGBoost, LightGBM) and skl2onnx still write them, so a grap
 model has each of them rewritten as one ``TreeEnsemble`` node plus standard operators:
 
 * old leaves carry a list of (target, weight) votes; a ``TreeEnsemble`` leaf carries one target and one
-  weight. A tree whose leaves all vote for one target keeps its shape; any other tree is copied once per
-  target it votes for (weight 0 where a leaf has no vote for that target). ``AVERAGE`` becomes ``SUM``
-  divided by the number of original trees, so copies do not change the mean;
+  weight. Trees whose leaves all vote for one target keep their shape. When some leaf votes for several
+  targets (skl2onnx's forests), each tree gets its own target and each leaf its number as weight: the
+  ensemble gives the leaf reached in every tree, whose votes are gathered from a table and summed (each
+  tree evaluated once). ``AVERAGE`` becomes ``SUM`` divided by the number of trees;
 * ``base_values`` become an ``Add`` after the ensemble, ``post_transform`` a ``Sigmoid`` / ``Softmax``
   after that (``PROBIT`` and ``SOFTMAX_ZERO`` are refused);
 * a classifier whose votes all go to one class of two (the binary case) scores ``[-s, s]`` (``[1 - s, s]``
@@ -89,17 +90,44 @@ def _read_trees(node: ir.Node, prefix: str) -> dict[int, _Tree]:
     return dict(sorted(trees.items()))
 
 
-def _flatten(trees: dict[int, _Tree], name: str) -> tuple[dict[str, list], int]:
-    """``TreeEnsemble`` attributes (one target per leaf) and the number of original trees."""
+def _flatten(trees: dict[int, _Tree], name: str) -> dict[str, list]:
+    """``TreeEnsemble`` attributes for trees whose leaves each vote for one target (or none)."""
     out: dict[str, list] = defaultdict(list)
     for tree in trees.values():
-        targets = sorted({t for votes in tree.votes.values() for t, _ in votes}) or [0]
-        for target in targets:
-            _emit_tree(tree, target, out, name)
-    return out, len(trees)
+        targets = {t for votes in tree.votes.values() for t, _ in votes} or {0}
+        (target,) = targets
+        _emit_tree(tree, target, out, name, lambda nid, tree=tree, target=target: sum(
+            w for t, w in tree.votes.get(nid, []) if t == target))
+    return out
 
 
-def _emit_tree(tree: _Tree, target: int, out: dict[str, list], name: str) -> None:
+def _multi_target(trees: dict[int, _Tree]) -> bool:
+    """True when some tree votes for several targets (a leaf with a vote per class, as skl2onnx writes
+    forests)."""
+    return any(len({t for votes in tree.votes.values() for t, _ in votes}) > 1 for tree in trees.values())
+
+
+def _leaf_ids(trees: dict[int, _Tree], name: str, n_targets: int) -> tuple[dict[str, list], np.ndarray]:
+    """Trees whose leaves carry several votes: each tree gets its own target and each leaf its global id
+    as weight; ``table[id]`` holds the leaf's votes ``[n_targets]``. The ensemble then gives, per row, the
+    id of the leaf reached in every tree; gathering and summing the table rows gives the scores, each tree
+    evaluated once (copying a tree per target would evaluate it ``n_targets`` times)."""
+    out: dict[str, list] = defaultdict(list)
+    rows: list[np.ndarray] = []
+    ids: dict[tuple[int, int], int] = {}
+    for position, tree in enumerate(trees.values()):
+        for nid in sorted(tree.nodes):
+            if tree.nodes[nid][1] == "LEAF":
+                ids[position, nid] = len(rows)
+                votes = np.zeros(n_targets)
+                for t, w in tree.votes.get(nid, []):
+                    votes[t] += w
+                rows.append(votes)
+        _emit_tree(tree, position, out, name, lambda nid, position=position: float(ids[position, nid]))
+    return out, np.asarray(rows)
+
+
+def _emit_tree(tree: _Tree, target: int, out: dict[str, list], name: str, weight: Any) -> None:
     node_pos: dict[int, int] = {}
     leaf_pos: dict[int, int] = {}
     for nid in sorted(tree.nodes):
@@ -107,7 +135,7 @@ def _emit_tree(tree: _Tree, target: int, out: dict[str, list], name: str) -> Non
         if mode == "LEAF":
             leaf_pos[nid] = len(out["leaf_targetids"])
             out["leaf_targetids"].append(target)
-            out["leaf_weights"].append(sum(w for t, w in tree.votes.get(nid, []) if t == target))
+            out["leaf_weights"].append(weight(nid))
     branches = [nid for nid in sorted(tree.nodes) if tree.nodes[nid][1] != "LEAF"]
     for k, nid in enumerate(branches):
         node_pos[nid] = len(out["nodes_featureids"]) + k
@@ -165,6 +193,23 @@ class _Writer:
         return value
 
 
+def _scores(w: _Writer, node: ir.Node, trees: dict[int, _Tree], n_targets: int, aggregate: str,
+            dtype: np.dtype) -> ir.Value:
+    """``[N, n_targets]`` sums (or min / max) of the trees' votes, before base values and transform."""
+    name = node.name or node.op_type
+    if not _multi_target(trees):
+        return _ensemble(w, node, _flatten(trees, name), n_targets, aggregate, dtype)
+    if aggregate in ("MIN", "MAX"):
+        raise ExportError(f"{name}: aggregate {aggregate} over trees voting for several targets is not supported")
+    attrs, table = _leaf_ids(trees, name, n_targets)
+    if len(table) >= 2**24 and dtype == np.float32:
+        raise ExportError(f"{name}: {len(table)} leaves cannot be numbered exactly in float32")
+    ids = _ensemble(w, node, attrs, len(trees), "SUM", dtype)
+    index = w.op("Cast", ids, to=ir.DataType.INT64)
+    votes = w.op("Gather", w.const(table.astype(dtype), "leaf_votes"), index, axis=0)
+    return w.op("ReduceSum", votes, w.const(np.array([1], np.int64), "tree_axis"), keepdims=0)
+
+
 def _ensemble(w: _Writer, node: ir.Node, attrs: dict[str, list], n_targets: int, aggregate: str,
               dtype: np.dtype) -> ir.Value:
     x = node.inputs[0]
@@ -206,13 +251,9 @@ def _regressor(w: _Writer, node: ir.Node) -> None:
     aggregate = _text(_attr(node, "aggregate_function", b"SUM"))
     n_targets = int(_attr(node, "n_targets", 1))
     trees = _read_trees(node, "target")
-    attrs, n_trees = _flatten(trees, name)
-    split = any(len({t for v in tree.votes.values() for t, _ in v}) > 1 for tree in trees.values())
-    if split and aggregate in ("MIN", "MAX"):
-        raise ExportError(f"{name}: aggregate {aggregate} over trees voting for several targets is not supported")
-    y = _ensemble(w, node, attrs, n_targets, "SUM" if aggregate == "AVERAGE" else aggregate, dtype)
+    y = _scores(w, node, trees, n_targets, "SUM" if aggregate == "AVERAGE" else aggregate, dtype)
     if aggregate == "AVERAGE":
-        y = w.op("Div", y, w.const(np.asarray(n_trees, dtype), "n_trees"))
+        y = w.op("Div", y, w.const(np.asarray(len(trees), dtype), "n_trees"))
     base = _floats(node, "base_values")
     if base:
         y = w.op("Add", y, w.const(np.asarray(base, dtype), "base_values"))
@@ -235,9 +276,8 @@ def _classifier(w: _Writer, node: ir.Node) -> None:
     binary = len(class_ids) <= 1
     if n_classes < 2:
         raise ExportError(f"{name}: a classifier with {n_classes} class label(s) is not supported")
-    attrs, _ = _flatten(trees, name)
     n_targets = 1 if binary else n_classes
-    raw = _ensemble(w, node, attrs, n_targets, "SUM", dtype)
+    raw = _scores(w, node, trees, n_targets, "SUM", dtype)
     base = _floats(node, "base_values")
     if base:
         raw = w.op("Add", raw, w.const(np.asarray(base[:n_targets] if binary else base, dtype), "base_values"))
