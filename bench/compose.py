@@ -7,7 +7,10 @@ skl2onnx, float32) and XGBoost (converted by onnxmltools) — and the mean of th
 Candidates, measured side by side in one process (interleaved rounds, best round kept):
 
 * composed: one onegraph artifact holding all of it (``onegraph.compose`` with the three converted ``.onnx``
-  graphs spliced in through ``OnnxModel``, the mean in the graph), scored with ``onegraph.score``;
+  graphs spliced in through ``OnnxModel``, the mean in the graph): feeds built from the DataFrame by
+  onegraph's ``Session``, one ``run`` asking for the ensemble's probabilities — the same answer the chained
+  candidates compute (``onegraph.score``, which also returns every model's label and probabilities as a
+  DataFrame, is timed too, for information);
 * chained: the same four graphs as four onnxruntime sessions, glued in Python the way one would without
   onegraph — ``onegraph.score`` of the preprocessing graph, its columns stacked into a float32 matrix, one
   ``run`` per model, the mean in numpy (``onegraph.export.merge.run_chained`` does the same). The model
@@ -18,9 +21,11 @@ Candidates, measured side by side in one process (interleaved rounds, best round
 * Python: the scikit-learn preprocessing ``transform``, each model's ``predict_proba``, the mean in numpy.
 
 Every onnxruntime session uses the same options (onegraph's ``Session``). The composed and chained results
-are checked equal before timing.
+are checked equal before timing. ``--clock cpu`` measures this process's CPU time instead of wall time: on a
+shared machine whose load moves wall times by 2-5x between rounds, CPU time is the steadier figure (the
+work each candidate does), wall time adds what waiting on the other processes costs.
 
-Run: ``python bench/compose.py [--rounds 7] [--rows 100000]``
+Run: ``python bench/compose.py [--rounds 7] [--rows 100000] [--clock wall|cpu]``
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+import time
 import warnings
 from pathlib import Path
 
@@ -115,7 +121,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--seconds", type=float, default=0.2, help="time per candidate per round")
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall")
     args = ap.parse_args()
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
 
     df = load_penguins()
     species = df.pop("species")
@@ -142,31 +150,37 @@ def main() -> None:
     assert np.abs(got - python(df)).max() < 1e-5, "composed and Python differ"
 
     row = df.iloc[[3]]
+    def composed_run(frame: pd.DataFrame) -> np.ndarray:
+        return session._session.run(["probabilities"], session.feeds(frame)[1])[0]
+
+    assert np.abs(composed_run(df) - got).max() == 0
     single = interleaved({
-        "composed: onegraph.score, one artifact": lambda: session.score(row),
+        "composed: one artifact, one run": lambda: composed_run(row),
         "chained: 4 sessions glued in Python": lambda: chained(row),
         "chained, converters' files": lambda: original(row),
         "Python: scikit-learn + xgboost": lambda: python(row),
-    }, rounds=args.rounds, seconds=args.seconds)
+        "composed: onegraph.score (all outputs, DataFrame)": lambda: session.score(row),
+    }, rounds=args.rounds, seconds=args.seconds, clock=clock)
     big = df.sample(n=args.rows, replace=True, random_state=0).reset_index(drop=True)
     batch = interleaved({
-        "composed": lambda: session.score(big),
+        "composed": lambda: composed_run(big),
         "chained": lambda: chained(big),
         "chained, converters' files": lambda: original(big),
         "Python": lambda: python(big),
-    }, rounds=max(2, args.rounds // 3), seconds=0.0)
+        "composed: onegraph.score (all outputs)": lambda: session.score(big),
+    }, rounds=max(3, args.rounds // 2), seconds=0.0, clock=clock)
 
     n_nodes = {"composed": len(onegraph.load_model(composed).graph.node)}
     print(f"composed artifact: {composed.stat().st_size / 1024:.0f} KiB, {n_nodes['composed']} nodes; "
           f"chained: {sum(p.stat().st_size for p in paths.values()) / 1024 + (folder / 'pre.onnx').stat().st_size / 1024:.0f} KiB in 4 files")
-    print(f"single row (best of {args.rounds} interleaved rounds):")
+    print(f"clock: {args.clock}; single row (best of {args.rounds} interleaved rounds):")
     for name, t in single.items():
-        print(f"  {name:42s} {fmt(t)}")
+        print(f"  {name:50s} {fmt(t)}")
     print(f"{len(big):,} rows:")
     for name, t in batch.items():
-        print(f"  {name:42s} {fmt(t)}  ({len(big) / t:,.0f} rows/s)")
-    c1, h1, o1, p1 = single.values()
-    cb, hb, ob, pb = batch.values()
+        print(f"  {name:50s} {fmt(t)}  ({len(big) / t:,.0f} rows/s)")
+    c1, h1, o1, p1, _ = single.values()
+    cb, hb, ob, pb, _ = batch.values()
     for label, value, target in [
         ("single row: chained / composed", h1 / c1, ">= 1 (composed <= chained)"),
         ("single row: converters' files / composed", o1 / c1, "(info)"),

@@ -27,7 +27,6 @@ from typing import Any
 import numpy as np
 import onnx
 import onnx_ir as ir
-import pandas as pd
 
 from onegraph.emit import DOUBLE, FLOAT, Col, GraphBuilder
 from onegraph.errors import ExportError, ParityError
@@ -307,10 +306,8 @@ def run_chained(parts: list[Part], data: Any) -> dict[str, dict[str, np.ndarray]
 def merged_parity(proto: onnx.ModelProto, parts: list[Part], data: Any, ensemble: Ensemble | None,
                   post: Sequence[PostStep], rtol: float, atol: float):
     """:class:`~onegraph.verify.parity.ParityReport` of the merged model against :func:`run_chained`."""
-    from onegraph.runtime.session import Session
-    from onegraph.verify.parity import ParityReport, compare
+    from onegraph.export.compose import outputs_parity
 
-    frame = data if isinstance(data, pd.DataFrame) else None
     chained = run_chained(parts, data)
     exposed = [p for p in parts if not p.internal]
     expected: dict[str, np.ndarray] = {}
@@ -327,13 +324,4 @@ def merged_parity(proto: onnx.ModelProto, parts: list[Part], data: Any, ensemble
         for step in post:
             answer, classes = step.apply(answer, classes)
         expected.update(answer)
-    session = Session(proto)
-    got = session.run(frame if frame is not None else data)
-    results = []
-    for out in session.outputs:
-        column = out.get("column", out["name"])
-        if out.get("role") == "check" or column not in expected:
-            continue
-        results.append(compare(column, got[out["name"]], expected[column], rtol=rtol, atol=atol,
-                               exact=out.get("role") in ("label", "top_labels")))
-    return ParityReport(results, len(next(iter(got.values()))) if got else 0, rtol, atol)
+    return outputs_parity(proto, data, expected, rtol, atol)
