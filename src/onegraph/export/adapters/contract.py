@@ -104,7 +104,7 @@ class Adapter:
 def qualified_name(obj: Any) -> str:
     """``sklearn.linear_model.LogisticRegression``: the public module path (private parts dropped)."""
     module = ".".join(p for p in type(obj).__module__.split(".") if not p.startswith("_"))
-    return f"{module}.{type(obj).__qualname__}"
+    return f"{module}.{type(obj).__qualname__}" if module else type(obj).__qualname__  # "__main__": the class
 
 
 def adapt(obj: Any) -> Adapter:
