@@ -3,7 +3,8 @@
 Used for graphs another converter produced (skl2onnx, onnxmltools, torch.onnx, a ``.onnx`` file): the
 model's inputs are wired to values of the graph under construction, its nodes, initializers and local
 functions move over with their names prefixed (so names never collide), and its outputs are returned.
-The default-domain opset is aligned first with onnx's version converter; the deprecated
+The default-domain opset is aligned first with onnx's version converter (a graph that needs converting has
+its local functions inlined first: the converter cannot convert function bodies); the deprecated
 ``TreeEnsembleClassifier`` / ``TreeEnsembleRegressor`` (ai.onnx.ml 1-3) are rewritten as ``TreeEnsemble``
 (ai.onnx.ml 5, see :mod:`.legacy_trees`); a local function whose identifier is already taken by a
 different body is renamed (its overload gets the prefix), an identical one is kept once.
@@ -25,6 +26,11 @@ def align_opset(proto: onnx.ModelProto, what: str) -> onnx.ModelProto:
     version = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), OPSET)
     if version == OPSET:
         return proto
+    if proto.functions:
+        # the version converter drops model-local functions and cannot convert their bodies: inline them first
+        import onnx.inliner
+
+        proto = onnx.inliner.inline_local_functions(proto)
     try:
         return onnx.version_converter.convert_version(proto, OPSET)
     except Exception as exc:  # the converter raises RuntimeError / ConvertError / ValidationError
