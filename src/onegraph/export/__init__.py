@@ -9,8 +9,9 @@ from onegraph.export.adapters.torch_module import TorchModule
 from onegraph.export.build import build
 from onegraph.export.compose import compose
 from onegraph.export.ensemble import Ensemble
+from onegraph.export.merge import compose_models
 from onegraph.export.postprocess import LabelMap, Threshold, TopK
 from onegraph.meta.schema import SequenceSpec
 
-__all__ = ["build", "compose", "Ensemble", "Threshold", "LabelMap", "TopK", "SequenceSpec", "Adapter", "Consumes",
+__all__ = ["build", "compose", "compose_models", "Ensemble", "Threshold", "LabelMap", "TopK", "SequenceSpec", "Adapter", "Consumes",
            "adapt", "SklearnModel", "BoostingModel", "TorchModule", "OnnxModel"]
