@@ -62,3 +62,15 @@ def test_sequence_metadata_is_validated():
     with pytest.raises(MetadataError, match="padding 'post'"):
         encode({"sequence": {"group": "card", "order": "t", "window": 4, "padding": "post"}})
     assert SequenceSpec.from_dict({"group": "c", "order": "t", "window": 3}).input == "onegraph.window"
+
+
+def test_records_and_a_single_row_are_scored_as_windows_too():
+    fitted = fraud()
+    card = fitted["test"][fitted["test"]["card_id"] == fitted["test"]["card_id"].iloc[0]].drop(columns="label")
+    from_frame = onegraph.score(fitted["onnx"], card)
+    records = card.assign(timestamp=card["timestamp"].dt.strftime("%Y-%m-%dT%H:%M:%S.%f")).to_dict("records")
+    np.testing.assert_allclose(onegraph.score(fitted["onnx"], records)["probabilities_1"].to_numpy(),
+                               from_frame["probabilities_1"].to_numpy(), atol=1e-6)
+    first = {k: (v.item() if hasattr(v, "item") else v) for k, v in card.iloc[0].to_dict().items()}
+    alone = onegraph.score(fitted["onnx"], first)  # one row: its window is itself after padding
+    assert alone["probabilities_1"].iloc[0] == pytest.approx(from_frame["probabilities_1"].iloc[0], abs=1e-6)

@@ -59,6 +59,10 @@ def window_index(group: Any, order: Any, window: int) -> tuple[np.ndarray, np.nd
 
 
 def _order_values(order: Any) -> np.ndarray:
+    if isinstance(order, np.ndarray) and order.dtype == np.int64:  # a graph feed: int64 ns, NaT = INT64_MIN
+        if (order == np.iinfo(np.int64).min).any():
+            raise ColumnTypeError("order", "missing times (NaT)", hint="every row of a sequence needs its time")
+        return order
     series = pd.Series(order, copy=False)
     if pd.api.types.is_datetime64_any_dtype(series.dtype) or isinstance(series.dtype, pd.DatetimeTZDtype):
         if series.isna().any():
@@ -83,6 +87,9 @@ def sequence_feeds(spec: Any, get: Any, names: list[str], feeds: dict[str, np.nd
     """
     values = {}
     for column in (spec.group, spec.order):
+        if column in feeds:  # a model input: its feed is already in the graph's representation
+            values[column] = feeds[column]
+            continue
         try:
             values[column] = get(column)
         except MissingColumnError:
