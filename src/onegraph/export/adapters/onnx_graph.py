@@ -16,6 +16,7 @@ from collections.abc import Mapping
 
 import onnx
 import onnx_ir as ir
+from onnx import inliner
 
 from onegraph.emit import OPSET, GraphBuilder
 from onegraph.errors import ExportError
@@ -28,9 +29,7 @@ def align_opset(proto: onnx.ModelProto, what: str) -> onnx.ModelProto:
         return proto
     if proto.functions:
         # the version converter drops model-local functions and cannot convert their bodies: inline them first
-        import onnx.inliner
-
-        proto = onnx.inliner.inline_local_functions(proto)
+        proto = inliner.inline_local_functions(proto)
     try:
         return onnx.version_converter.convert_version(proto, OPSET)
     except Exception as exc:  # the converter raises RuntimeError / ConvertError / ValidationError
