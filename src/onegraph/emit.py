@@ -108,6 +108,8 @@ class GraphBuilder:
         self._derived: dict[tuple, ir.Value] = {}
         self._counter = 0
         self._body: ir.Graph | None = None
+        #: raised by :func:`~onegraph.export.adapters.onnx_graph.splice` to a spliced graph's newer IR version
+        self.ir_version = IR_VERSION
 
     # -- naming -------------------------------------------------------------------------------
     def unique(self, hint: str) -> str:
@@ -339,7 +341,7 @@ class GraphBuilder:
 
     # -- result -------------------------------------------------------------------------------
     def to_model(self) -> ir.Model:
-        model = ir.Model(self.graph, ir_version=IR_VERSION, producer_name="onegraph",
+        model = ir.Model(self.graph, ir_version=self.ir_version, producer_name="onegraph",
                          functions=list(self.functions.values()))
         return model
 

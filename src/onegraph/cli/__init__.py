@@ -19,6 +19,7 @@ COMMAND_MODULES = [
     "onegraph.cli.check",
     "onegraph.cli.meta",
     "onegraph.cli.stats",
+    "onegraph.cli.compose",
 ]
 
 for _module in COMMAND_MODULES:

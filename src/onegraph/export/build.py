@@ -17,6 +17,7 @@ from sklearn.pipeline import Pipeline
 import onegraph
 from onegraph.emit import BOOL, DOUBLE, FLOAT, INT64, STRING, Col, GraphBuilder
 from onegraph.errors import ExportError, MissingColumnError, ParityError
+from onegraph.export.adapters.contract import qualified_name
 from onegraph.frame.data import as_pandas
 from onegraph.frame.schema import ColumnSpec, spec_for
 from onegraph.meta import schema as meta
@@ -280,14 +281,6 @@ def _finish(ir_model: ir.Model, specs: list[ColumnSpec], outputs: list[dict], mo
         raise ExportError(f"the built graph does not pass the ONNX checker: {exc}",
                           hint="report this pipeline to onegraph") from None
     return proto
-
-
-def qualified_name(obj: Any) -> str:
-    """``sklearn.linear_model.LogisticRegression``: the public module path of ``obj``'s class (private parts
-    dropped)."""
-    from onegraph.meta.model import qualified_name as name_of
-
-    return name_of(type(obj))
 
 
 def _jsonable(entry: dict) -> dict:

@@ -90,7 +90,8 @@ class Session:
             self.inputs = [ColumnSpec.from_dict(d) for d in fields["inputs"]]
         else:
             self.inputs = [_spec_from_ort(i) for i in ort_inputs]
-        self._rank2 = [i.name for i in ort_inputs if len(i.shape) == 2]
+        columns = {s.name for s in self.inputs}
+        self._rank2 = [i.name for i in ort_inputs if len(i.shape) == 2 and i.name in columns]
         ort_outputs = [o.name for o in self._session.get_outputs()]
         self.outputs = fields.get("outputs") or [{"name": n, "column": n, "role": "output"} for n in ort_outputs]
         self._output_names = [o["name"] for o in self.outputs]
@@ -102,6 +103,8 @@ class Session:
         self._run = self._session._sess.run  # the binding, without the wrapper's per-call validation
         self._run_options = ort.RunOptions()
         self._templates: dict[tuple, FrameTemplate] = {}
+        #: rows scored as windows of their group (see :mod:`onegraph.runtime.windows`), or None
+        self.sequence = meta.SequenceSpec.from_dict(fields["sequence"]) if "sequence" in fields else None
 
     @property
     def input_names(self) -> list[str]:
@@ -151,6 +154,8 @@ class Session:
         n, feeds = self.feeds(data)
         if n == 0:
             return self._empty_outputs()
+        if self.sequence is not None:
+            return self._sequence_results(data, feeds)
         if n <= self.batch_size:
             results = self._call(feeds)
         else:
@@ -171,6 +176,17 @@ class Session:
             return self._run(names or self._output_names, feeds, self._run_options)
         except Exception as exc:  # onnxruntime's own exception types
             raise RuntimeFailure(f"onnxruntime failed: {str(exc).strip()[:500]}") from None
+
+    def _sequence_results(self, data: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """Rows sorted by (group, order), windows indexed, one call (a window spans the batch)."""
+        from onegraph.runtime.windows import restore_order, sequence_feeds
+
+        _, names, get = column_reader(data)
+        perm, feeds = sequence_feeds(self.sequence, get, list(names), feeds)
+        results = restore_order(self._call(feeds), perm)
+        if self._checks:
+            self._raise_checks(results, data)
+        return results
 
     def _call(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
         try:
