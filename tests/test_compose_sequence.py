@@ -57,9 +57,9 @@ def test_window_rule_is_in_the_metadata_and_needed_columns_are_named():
 
 
 def test_sequence_metadata_is_validated():
-    with pytest.raises(MetadataError, match="window must be a positive integer"):
+    with pytest.raises(MetadataError, match="sequence.*window.*greater than or equal to 1"):
         encode({"sequence": {"group": "card", "order": "t", "window": 0}})
-    with pytest.raises(MetadataError, match="padding 'post'"):
+    with pytest.raises(MetadataError, match="sequence.*padding.*'pre'"):
         encode({"sequence": {"group": "card", "order": "t", "window": 4, "padding": "post"}})
     assert SequenceSpec.from_dict({"group": "c", "order": "t", "window": 3}).input == "onegraph.window"
 

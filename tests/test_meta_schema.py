@@ -45,6 +45,11 @@ FULL = {
     "lineage": {"parent": SHA, "parent_name": "penguins-v1.onnx", "relation": "retrained"},
     "transfer_learning": {"base_model": "penguins-v1", "frozen": ["coef"], "trainable": ["intercept"]},
     "precision": {"dtypes": ["double", "float16"], "regions": [{"dtype": "float16", "nodes": ["mm"], "name": "head"}]},
+    "models": [{"name": "lr", "source": "sklearn.linear_model.LogisticRegression", "consumes": "double[4]"},
+               {"name": "gb", "source": "xgboost.XGBClassifier", "consumes": "float[4]"}],
+    "ensemble": {"method": "weighted", "weights": [0.25, 0.75], "final_estimator": None},
+    "sequence": {"group": "card_id", "order": "timestamp", "window": 8, "padding": "pre", "pad_value": 0.0,
+                 "input": "onegraph.window"},
 }
 #: one malformed value per field, and words the error must contain
 BAD = {
@@ -63,6 +68,9 @@ BAD = {
     "lineage": ('{"parent": "md5:abc"}', "pattern"),
     "transfer_learning": ('{"base_model": "b", "frozen": ["w"], "trainable": ["w"]}', "both frozen and trainable"),
     "precision": ('{"dtypes": ["float99"]}', "dtypes"),
+    "models": ('[{"source": "x"}]', "name"),
+    "ensemble": ('{"method": "median"}', "method"),
+    "sequence": ('{"group": "card", "order": "t", "window": 0}', "greater than or equal to 1"),
 }
 
 
