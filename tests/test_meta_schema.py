@@ -45,6 +45,11 @@ FULL = {
     "lineage": {"parent": SHA, "parent_name": "penguins-v1.onnx", "relation": "retrained"},
     "transfer_learning": {"base_model": "penguins-v1", "frozen": ["coef"], "trainable": ["intercept"]},
     "precision": {"dtypes": ["double", "float16"], "regions": [{"dtype": "float16", "nodes": ["mm"], "name": "head"}]},
+    "models": [{"name": "lr", "source": "sklearn.linear_model.LogisticRegression", "consumes": "double[4]"},
+               {"name": "gb", "source": "xgboost.XGBClassifier", "consumes": "float[4]"}],
+    "ensemble": {"method": "weighted", "weights": [0.25, 0.75], "final_estimator": None},
+    "sequence": {"group": "card_id", "order": "timestamp", "window": 8, "padding": "pre", "pad_value": 0.0,
+                 "input": "onegraph.window"},
     "federated": {"fingerprint": SHA, "rounds": [
         {"round": 1, "base_model": SHA, "method": "fedavg", "clients": 4, "samples": 258},
         {"round": 2, "base_model": SHA, "method": "trimmed-mean", "clients": 4, "samples": 250, "trim": 0.25}]},
@@ -66,6 +71,9 @@ BAD = {
     "lineage": ('{"parent": "md5:abc"}', "pattern"),
     "transfer_learning": ('{"base_model": "b", "frozen": ["w"], "trainable": ["w"]}', "both frozen and trainable"),
     "precision": ('{"dtypes": ["float99"]}', "dtypes"),
+    "models": ('[{"source": "x"}]', "name"),
+    "ensemble": ('{"method": "median"}', "method"),
+    "sequence": ('{"group": "card", "order": "t", "window": 0}', "greater than or equal to 1"),
     "federated": ('{"fingerprint": "%s", "rounds": [{"round": 1, "base_model": "%s", "method": "mean", '
                   '"clients": 1, "samples": 3}]}' % (SHA, SHA), "method"),
 }

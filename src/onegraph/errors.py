@@ -79,6 +79,23 @@ class UnknownCategoryError(DataError):
         self.rows = rows
 
 
+class OutOfRangeError(DataError):
+    """A column holds values outside the range a step of the model was built for (e.g. dates beyond the
+    years its time-zone table covers)."""
+
+    def __init__(self, column: str, values: list, rows: list[int], covers: str = "", hint: str | None = None) -> None:
+        shown = ", ".join(repr(v) for v in values[:5]) + (", ..." if len(values) > 5 else "")
+        within = f"; the model covers {covers}" if covers else ""
+        super().__init__(
+            f"column {column!r}: {len(rows)} row(s) hold values outside the range the model was built for"
+            f"{within} ({shown}{'; ' if shown else ''}first row {rows[0]})",
+            hint=hint or "rebuild the model on data covering these values",
+        )
+        self.column = column
+        self.values = values
+        self.rows = rows
+
+
 class ExportError(OnegraphError):
     """A fitted object cannot be turned into ONNX (unsupported estimator, unfitted object, ...)."""
 
@@ -134,6 +151,7 @@ __all__ = [
     "MissingColumnError",
     "ColumnTypeError",
     "UnknownCategoryError",
+    "OutOfRangeError",
     "ExportError",
     "ParityError",
     "ModelFileError",

@@ -18,6 +18,8 @@ COMMAND_MODULES = [
     "onegraph.cli.convert",
     "onegraph.cli.check",
     "onegraph.cli.meta",
+    "onegraph.cli.stats",
+    "onegraph.cli.compose",
     "onegraph.cli.fed",
 ]
 

@@ -82,9 +82,12 @@ def build(
     data: Annotated[Path, typer.Argument(help="Training data: a CSV or Parquet file.")],
     target: Annotated[str, typer.Option("--target", "-t", help="Column to predict.")],
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the model (.onnx).")],
-    model: Annotated[str, typer.Option("--model", "-m", help="logistic, linear, ridge, random_forest, "
-                                       "extra_trees, decision_tree, gradient_boosting, hist_gradient_boosting.")
-                     ] = "auto",
+    model: Annotated[Optional[list[str]], typer.Option(
+        "--model", "-m", help="logistic, linear, ridge, random_forest, extra_trees, decision_tree, gradient_boosting, "
+        "hist_gradient_boosting; repeat for several models in one artifact.")] = None,
+    ensemble: Annotated[Optional[str], typer.Option(
+        help="Combine several models: mean, weighted, vote (classification) or stacking.")] = None,
+    weights: Annotated[Optional[str], typer.Option(help="Weights of --ensemble weighted / vote, e.g. 1,3.")] = None,
     task: Annotated[str, typer.Option(help="classification, regression or auto (from the target).")] = "auto",
     test_size: Annotated[float, typer.Option(help="Fraction of rows held out to check the model.")] = 0.2,
     seed: Annotated[int, typer.Option(help="Random seed for the split and the model.")] = 0,
@@ -111,16 +114,21 @@ def build(
     y = frame.pop(target)
     task = auto.check_task(y, task)
     frame = auto.prepare(frame)
-    name = model if model != "auto" else ("logistic" if task == "classification" else "ridge")
+    names = [m for m in (model or []) if m != "auto"] or ["logistic" if task == "classification" else "ridge"]
     plan = auto.plan(frame)
-    estimator = auto.make_model(name, task, seed)
     stratify = y if task == "classification" and y.value_counts().min() >= 2 else None
     train, test, y_train, y_test = train_test_split(frame, y, test_size=test_size, random_state=seed,
                                                     stratify=stratify)
     for column, why in plan.skipped.items():
         err.print(f"note: column {column!r} left out: {why}")
+    if len(names) > 1 or ensemble:
+        from onegraph.cli.compose import build_several
+
+        build_several(plan, names, task, seed, (train, test, y_train, y_test), output, ensemble, weights)
+        return
+    estimator = auto.make_model(names[0], task, seed)
     err.print(f"fitting {type(estimator).__name__} ({task}) on {len(train)} rows: "
-              f"{len(plan.numeric)} numeric, {len(plan.text)} categorical columns")
+              f"{len(plan.numeric)} numeric, {len(plan.text)} categorical, {len(plan.dates)} date columns")
     from sklearn.pipeline import Pipeline
 
     try:

@@ -6,7 +6,11 @@ Per column kind (see :mod:`onegraph.frame.schema`):
   standard scaling;
 * text and categories: missing values become their own category, then one-hot encoding of the 20 most
   frequent categories (the rest grouped as "infrequent"; categories unseen in fit count as infrequent);
-* datetimes and durations are left out (a note says so).
+* datetimes, and text columns whose values (95% or more of those present) are ISO-8601 dates, such as a
+  CSV's date column: calendar parts (year, month, day, day of week, day of year; hour and minute when
+  some value has a time of day) with :class:`~onegraph.frame.DateParts`, computed in the column's own
+  time zone and parsed in the graph for text; then median imputation (missing dates) and scaling;
+* durations are left out (a note says so).
 
 Columns whose values are all distinct text (identifiers, free text) are left out too.
 """
@@ -22,8 +26,9 @@ from sklearn.compose import ColumnTransformer
 from sklearn.pipeline import Pipeline
 
 from onegraph.errors import ColumnTypeError, DataError, ExportError
-from onegraph.frame.schema import spec_for
-from onegraph.frame.transformers import OneHotEncoder, SimpleImputer, StandardScaler
+from onegraph.frame.dateparse import date_format, parse_pandas
+from onegraph.frame.schema import NA_INT64, spec_for, to_feed
+from onegraph.frame.transformers import DateParts, OneHotEncoder, SimpleImputer, StandardScaler
 
 CLASSIFIERS = {
     "logistic": ("sklearn.linear_model", "LogisticRegression", {"max_iter": 2000}),
@@ -53,6 +58,7 @@ class Plan:
     numeric: list[str]
     text: list[str]
     skipped: dict[str, str]
+    dates: list[str] = dataclasses.field(default_factory=list)
 
 
 def infer_task(target: pd.Series) -> str:
@@ -119,23 +125,68 @@ def _leave_out(name: str, values: pd.Series, kind: str) -> str | None:
     return None
 
 
+#: share of the present values of a text column that must be ISO-8601 dates for it to be read as dates
+DATE_SHARE = 0.95
+
+
+def _date_nanoseconds(frame: pd.DataFrame, column: str) -> np.ndarray | None:
+    """The column as int64 nanoseconds when it holds datetimes or date text, else None."""
+    spec = spec_for(column, frame[column])
+    if spec.kind == "datetime":
+        return to_feed(spec, frame[column])
+    if spec.kind != "string":
+        return None
+    values = frame[column].dropna()
+    if len(values) == 0:
+        return None
+    iso = date_format(None)
+    sample = np.asarray(values.iloc[:1000].astype(str), dtype=object)  # most columns are told apart here
+    if iso.matches(sample).mean() < DATE_SHARE:
+        return None
+    texts = np.asarray(values.astype(str), dtype=object)
+    if iso.matches(texts).mean() < DATE_SHARE:
+        return None
+    return parse_pandas(texts, iso)
+
+
+def _date_parts(ns: list[np.ndarray]) -> list[str]:
+    parts = ["year", "month", "day", "dayofweek", "dayofyear"]
+    seen = np.concatenate([v[v != NA_INT64] for v in ns]) if ns else np.array([], np.int64)
+    if seen.size and np.any(seen % 86_400_000_000_000 != 0):
+        parts += ["hour", "minute"]
+    return parts
+
+
 def plan(frame: pd.DataFrame) -> Plan:
     """The preprocessing for the feature columns of ``frame``."""
-    numeric, text, skipped = [], [], {}
+    numeric, text, dates, skipped = [], [], [], {}
+    date_values = []
     for c in frame.columns:
         spec = spec_for(str(c), frame[c])
-        why = _leave_out(str(c), frame[c], spec.kind)
-        if why is None and spec.kind not in ("float", "int", "bool", "string"):
+        ns = _date_nanoseconds(frame, str(c)) if spec.kind in ("datetime", "string") else None
+        # dates are often all distinct: only the empty / constant rules apply to them
+        why = _leave_out(str(c), frame[c], "datetime" if ns is not None else spec.kind)
+        if why is None and ns is None and spec.kind not in ("float", "int", "bool", "string"):
             why = f"{spec.kind} columns are not used by automatic preprocessing"
         if why is not None:
             skipped[str(c)] = why
+        elif ns is not None:
+            dates.append(str(c))
+            date_values.append(ns)
         elif spec.kind == "string":
             text.append(str(c))
         else:
             numeric.append(str(c))
-    if not numeric and not text:
+    if not numeric and not text and not dates:
         raise DataError("no usable feature column", hint="give numeric or categorical columns besides the target")
     steps = []
+    if dates:
+        # wall-clock parts of naive / text columns are taken as UTC; tz-aware columns use their own zone
+        steps.append(("date", Pipeline([
+            ("parts", DateParts(_date_parts(date_values))),
+            ("impute", SimpleImputer(strategy="median", add_indicator=any((v == NA_INT64).any() for v in date_values))),
+            ("scale", StandardScaler()),
+        ]), dates))
     if numeric:
         with_gaps = [c for c in numeric if frame[c].isna().any()]
         steps.append(("num", Pipeline([
@@ -147,7 +198,7 @@ def plan(frame: pd.DataFrame) -> Plan:
             ("impute", SimpleImputer(strategy="constant", fill_value="(missing)")),
             ("onehot", OneHotEncoder(handle_unknown="infrequent_if_exist", max_categories=20)),
         ]), text))
-    return Plan(ColumnTransformer(steps, remainder="drop"), numeric, text, skipped)
+    return Plan(ColumnTransformer(steps, remainder="drop"), numeric, text, skipped, dates)
 
 
 def make_model(name: str, task: str, seed: int):

@@ -17,9 +17,9 @@ from sklearn.pipeline import Pipeline
 import onegraph
 from onegraph.emit import BOOL, DOUBLE, FLOAT, INT64, STRING, Col, GraphBuilder
 from onegraph.errors import ExportError, MissingColumnError, ParityError
+from onegraph.export.adapters.contract import qualified_name
 from onegraph.frame.data import as_pandas
 from onegraph.frame.schema import ColumnSpec, spec_for
-from onegraph.frame.transformers.categorical import CHECK_UNKNOWN
 from onegraph.meta import schema as meta
 from onegraph.verify import guard
 
@@ -192,10 +192,7 @@ def _emit(preprocessing: Any, model: Any, specs: list[ColumnSpec], name: str):
             if c.kind == "datetime" and zones.get(c.name):
                 entry["tz"] = zones[c.name]  # scored back as tz-aware datetimes
             outputs.append(entry)
-    for out in g.graph.outputs:
-        if out.name.startswith(CHECK_UNKNOWN):
-            outputs.append({"name": out.name, "column": out.name[len(CHECK_UNKNOWN):], "role": "check",
-                            "check": "unknown_category"})
+    outputs.extend(g.checks)
     ir_model = g.to_model()
     _clean(ir_model)
     used = {v.name for v in ir_model.graph.inputs}
@@ -284,14 +281,6 @@ def _finish(ir_model: ir.Model, specs: list[ColumnSpec], outputs: list[dict], mo
         raise ExportError(f"the built graph does not pass the ONNX checker: {exc}",
                           hint="report this pipeline to onegraph") from None
     return proto
-
-
-def qualified_name(obj: Any) -> str:
-    """``sklearn.linear_model.LogisticRegression``: the public module path of ``obj``'s class (private parts
-    dropped)."""
-    from onegraph.meta.model import qualified_name as name_of
-
-    return name_of(type(obj))
 
 
 def _jsonable(entry: dict) -> dict:

@@ -214,6 +214,10 @@ _EXACT = {"double": np.dtype(np.float64), "float": np.dtype(np.float32), "int64"
           "bool": np.dtype(np.bool_)}
 
 
+#: classes of pandas arrays seen to hold only strings (pandas' Arrow-backed "str" / "string" arrays)
+_STRING_ARRAYS: set[type] = set()
+
+
 def _fast_feed(spec: ColumnSpec, values: Any) -> np.ndarray | None:
     """The common cases of scoring, without dispatch: a 1-D array already of the input's type, or a
     few values of text (single-row scoring). None when the general path is needed."""
@@ -227,10 +231,16 @@ def _fast_feed(spec: ColumnSpec, values: Any) -> np.ndarray | None:
         if values.dtype == object and len(values) <= 16:
             return _small_texts(values)
         return None
-    if spec.onnx_type == "string" and len(values) <= 16:
+    if spec.onnx_type == "string":
         pa_array = getattr(values, "_pa_array", None)  # pandas' Arrow-backed string arrays
-        if pa_array is not None and _is_string_dtype(values.dtype):
-            return _small_texts(pa_array.to_pylist())
+        if pa_array is None or len(pa_array) > 16:
+            return None
+        if t not in _STRING_ARRAYS:
+            if not (isinstance(values.dtype, pd.StringDtype) and values.dtype.storage == "pyarrow"):
+                return None
+            _STRING_ARRAYS.add(t)
+        # one chunk (the usual case) converts in half the time of the chunked array
+        return _small_texts(pa_array.chunk(0).to_pylist() if pa_array.num_chunks == 1 else pa_array.to_pylist())
     return None
 
 
@@ -277,6 +287,46 @@ def single_row_feeds(specs: Sequence[ColumnSpec], record: dict) -> dict[str, np.
             feeds[spec.name] = np.array([v])
         else:
             return None
+    return feeds
+
+
+_NAMES: dict[int, tuple[pd.Index, list]] = {}
+
+
+def _column_names(columns: pd.Index) -> list:
+    """``columns`` as a list, remembered for the last few Index objects: rows taken from one DataFrame
+    share its Index, and converting pandas' Arrow-backed Index costs more than scoring a row."""
+    entry = _NAMES.get(id(columns))
+    if entry is not None and entry[0] is columns:
+        return entry[1]
+    names = columns.tolist()
+    if len(_NAMES) >= 8:
+        _NAMES.pop(next(iter(_NAMES)))
+    _NAMES[id(columns)] = (columns, names)  # holds the Index, so its id is not reused while cached
+    return names
+
+
+def small_frame_feeds(specs: Sequence[ColumnSpec], frame: pd.DataFrame) -> dict[str, np.ndarray] | None:
+    """Feeds for a pandas DataFrame of a few rows (single-row scoring), reading its column arrays straight
+    from its blocks; None when some column needs the general path (which also reports errors)."""
+    try:
+        columns = _column_names(frame.columns)
+        arrays: dict[Any, Any] = {}
+        for block in frame._mgr.blocks:  # pandas internals: absent or changed -> general path
+            values = block.values
+            for j, loc in enumerate(block.mgr_locs):
+                arrays[columns[loc]] = values[j] if values.ndim == 2 else values
+    except Exception:  # any internal-API mismatch
+        return None
+    if len(arrays) != len(columns):
+        return None  # repeated column names
+    feeds = {}
+    for spec in specs:
+        values = arrays.get(spec.name)
+        fast = None if values is None else _fast_feed(spec, values)
+        if fast is None:
+            return None
+        feeds[spec.name] = fast
     return feeds
 
 

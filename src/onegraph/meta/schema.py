@@ -28,6 +28,9 @@ field                   stored  meaning
 ``lineage``             JSON    ``parent``: ``sha256:<hex>`` of the model file this one was derived from
 ``transfer_learning``   JSON    ``base_model``, ``frozen`` and ``trainable`` parameters (initializer names)
 ``precision``           JSON    ``dtypes`` in use; mixed-precision ``regions`` (dtype + node names)
+``models``              JSON    composed models: one entry per model (``name``, ``source``, ``consumes``)
+``ensemble``            JSON    how composed models combine: ``method``, ``weights``, ``final_estimator``
+``sequence``            JSON    rows scored as windows of their group: a :class:`SequenceSpec`
 ``federated``           JSON    structural ``fingerprint`` and the federated ``rounds`` that made the model
                                 (each: ``round``, ``base_model``, ``method``, ``clients``, ``samples``)
 ======================  ======  ============================================================================
@@ -108,7 +111,9 @@ class OutputSchema(_Entry):
 
     name: str = Field(description="graph output name")
     column: str | None = Field(None, description="column the output becomes in score()'s DataFrame")
-    role: Literal["label", "probabilities", "prediction", "feature", "check", "output"]
+    role: Literal["label", "probabilities", "prediction", "feature", "check", "output", "top_labels",
+                  "top_probabilities"]
+    model: str | None = Field(None, description="composed model the output comes from ('ensemble' for theirs)")
     classes: list[str | int | float | bool] | None = Field(None, description="labels, in probability order")
     kind: str | None = Field(None, description="for a feature: the column kind")
     check: str | None = Field(None, description="for a check: what it flags")
@@ -161,6 +166,71 @@ class Precision(_Entry):
 
     dtypes: list[DType] = Field(description="element types of the model's tensors")
     regions: list[PrecisionRegion] = Field(default_factory=list, description="mixed-precision regions")
+
+
+class ComposedModel(_Entry):
+    """One model of a composed artifact."""
+
+    name: str
+    source: str = Field(description="what the model was made from (qualified class, or the file's producer)")
+    consumes: str | None = Field(None, description="the feature matrix it takes (dtype, width)")
+
+
+class EnsembleSchema(_Entry):
+    """How the composed models' outputs combine."""
+
+    method: Literal["mean", "weighted", "vote", "stacking"]
+    weights: list[float] | None = None
+    final_estimator: str | None = None
+
+
+class SequenceSchema(_Entry):
+    """Rows scored as windows of their group (see :class:`SequenceSpec`)."""
+
+    group: str = Field(min_length=1)
+    order: str = Field(min_length=1)
+    window: Annotated[int, Field(ge=1)]
+    padding: Literal["pre"] = "pre"
+    pad_value: float = 0.0
+    input: str = Field("onegraph.window", min_length=1)
+
+
+@dataclasses.dataclass(frozen=True)
+class SequenceSpec:
+    """How rows become windows for a sequence model (metadata key ``org.onegraph.sequence``).
+
+    Rows of one ``group`` (a card, a sensor) are sorted by ``order`` (a time); each row is scored with the
+    window of its group's last ``window`` rows up to and including it, after per-row preprocessing.
+    ``padding="pre"``: a window with fewer rows (a group's first rows) is filled with ``pad_value`` rows
+    (in the model's feature space) before its first row, as Keras' ``pad_sequences(padding="pre")``. The
+    graph takes the windows as the int64 input ``input`` ``[N, window]`` of row positions in the sorted
+    rows, -1 for padding (:func:`onegraph.runtime.windows.window_index` computes it). Validated by
+    :class:`SequenceSchema`.
+    """
+
+    group: str
+    order: str
+    window: int
+    padding: str = "pre"
+    pad_value: float = 0.0
+    input: str = "onegraph.window"
+
+    def __post_init__(self) -> None:
+        try:
+            SequenceSchema.model_validate(dataclasses.asdict(self))
+        except ValidationError as exc:
+            raise ValueError(_reason(exc)) from None
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> SequenceSpec:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError(f"unknown field(s) {sorted(unknown)}")
+        return cls(**{k: (float(v) if k == "pad_value" else v) for k, v in d.items()})
 
 
 class FederatedRound(_Entry):
@@ -216,6 +286,9 @@ class ModelMetadata(BaseModel):
     lineage: Lineage | None = _field("the model this one derives from", "json")
     transfer_learning: TransferLearning | None = _field("base model and frozen / trainable parameters", "json")
     precision: Precision | None = _field("dtypes in use and mixed-precision regions", "json")
+    models: list[ComposedModel] | None = _field("composed models (name, source, what each consumes)", "json")
+    ensemble: EnsembleSchema | None = _field("how the composed models' outputs combine", "json")
+    sequence: SequenceSchema | None = _field("rows scored as windows of their group", "json")
     federated: Federated | None = _field("structural fingerprint and federated rounds", "json")
 
 

@@ -4,7 +4,9 @@ A :class:`Session` reads the input schema stored in the model (see :mod:`onegrap
 then turns each table it is given into feeds column by column (no copy of the whole table, no pandas
 indexing per row), runs onnxruntime in batches and returns the outputs as a DataFrame whose index is the
 input's. Rows a step refuses (a category never seen in fit, with ``handle_unknown="error"``) raise
-:class:`~onegraph.errors.UnknownCategoryError` naming the column, the values and the rows.
+:class:`~onegraph.errors.UnknownCategoryError` naming the column, the values and the rows; values outside
+the range a step was built for (a date beyond its time-zone table) raise
+:class:`~onegraph.errors.OutOfRangeError`.
 """
 
 from __future__ import annotations
@@ -17,9 +19,24 @@ import numpy as np
 import onnxruntime as ort
 import pandas as pd
 
-from onegraph.errors import ConfigError, DataError, MissingColumnError, ModelFileError, RuntimeFailure, UnknownCategoryError
+from onegraph.errors import (
+    ConfigError,
+    DataError,
+    MissingColumnError,
+    ModelFileError,
+    OutOfRangeError,
+    RuntimeFailure,
+    UnknownCategoryError,
+)
 from onegraph.frame.data import column_reader
-from onegraph.frame.schema import MISSING_STRING, NA_INT64, ColumnSpec, single_row_feeds, to_feed
+from onegraph.frame.schema import (
+    MISSING_STRING,
+    NA_INT64,
+    ColumnSpec,
+    single_row_feeds,
+    small_frame_feeds,
+    to_feed,
+)
 from onegraph.io import load_model, read_model
 from onegraph.meta import schema as meta
 from onegraph.runtime.frames import FrameTemplate
@@ -73,7 +90,8 @@ class Session:
             self.inputs = [ColumnSpec.from_dict(d) for d in fields["inputs"]]
         else:
             self.inputs = [_spec_from_ort(i) for i in ort_inputs]
-        self._rank2 = [i.name for i in ort_inputs if len(i.shape) == 2]
+        columns = {s.name for s in self.inputs}
+        self._rank2 = [i.name for i in ort_inputs if len(i.shape) == 2 and i.name in columns]
         ort_outputs = [o.name for o in self._session.get_outputs()]
         self.outputs = fields.get("outputs") or [{"name": n, "column": n, "role": "output"} for n in ort_outputs]
         self._output_names = [o["name"] for o in self.outputs]
@@ -85,6 +103,8 @@ class Session:
         self._run = self._session._sess.run  # the binding, without the wrapper's per-call validation
         self._run_options = ort.RunOptions()
         self._templates: dict[tuple, FrameTemplate] = {}
+        #: rows scored as windows of their group (see :mod:`onegraph.runtime.windows`), or None
+        self.sequence = meta.SequenceSpec.from_dict(fields["sequence"]) if "sequence" in fields else None
 
     @property
     def input_names(self) -> list[str]:
@@ -101,6 +121,10 @@ class Session:
             row = single_row_feeds(self.inputs, data)
             if row is not None:
                 return 1, self._shaped(row)
+        elif type(data) is pd.DataFrame and len(data) <= 16:
+            few = small_frame_feeds(self.inputs, data)
+            if few is not None:
+                return len(data), self._shaped(few)
         n, names, get = column_reader(data)
         feeds = {}
         for spec in self.inputs:
@@ -130,6 +154,8 @@ class Session:
         n, feeds = self.feeds(data)
         if n == 0:
             return self._empty_outputs()
+        if self.sequence is not None:
+            return self._sequence_results(data, feeds)
         if n <= self.batch_size:
             results = self._call(feeds)
         else:
@@ -139,6 +165,25 @@ class Session:
             with ThreadPoolExecutor(max_workers=min(len(chunks), os.cpu_count() or 1, 4)) as pool:
                 parts = list(pool.map(self._call, chunks))
             results = [np.concatenate([p[j] for p in parts]) for j in range(len(self._output_names))]
+        if self._checks:
+            self._raise_checks(results, data)
+        return results
+
+    def run_feeds(self, feeds: dict[str, np.ndarray], names: list[str] | None = None) -> list[np.ndarray]:
+        """Run onnxruntime on prepared ``feeds`` (from :meth:`feeds`) for the outputs ``names`` (default:
+        the model's), without the checks :meth:`run` applies. Raises :class:`~onegraph.errors.RuntimeFailure`."""
+        try:
+            return self._run(names or self._output_names, feeds, self._run_options)
+        except Exception as exc:  # onnxruntime's own exception types
+            raise RuntimeFailure(f"onnxruntime failed: {str(exc).strip()[:500]}") from None
+
+    def _sequence_results(self, data: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """Rows sorted by (group, order), windows indexed, one call (a window spans the batch)."""
+        from onegraph.runtime.windows import restore_order, sequence_feeds
+
+        _, names, get = column_reader(data)
+        perm, feeds = sequence_feeds(self.sequence, get, list(names), feeds)
+        results = restore_order(self._call(feeds), perm)
         if self._checks:
             self._raise_checks(results, data)
         return results
@@ -162,6 +207,8 @@ class Session:
                     values = list(dict.fromkeys(col[rows[:50]].tolist()))
                 except Exception:  # the refused column may be internal: name rows only
                     values = []
+                if out.get("check") == "out_of_range":
+                    raise OutOfRangeError(column, values, rows, out.get("covers", ""), out.get("hint"))
                 raise UnknownCategoryError(column, values, rows)
 
     def _empty_outputs(self) -> list[np.ndarray]:

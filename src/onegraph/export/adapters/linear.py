@@ -23,6 +23,12 @@ from onegraph.emit import BOOL, DOUBLE, INT64, GraphBuilder
 from onegraph.export.adapters.models import ModelOutputs, label_from_index, register_model
 
 
+def decision_function(g: GraphBuilder, model: Any, x: ir.Value) -> ir.Value:
+    """``x @ coef_.T + intercept_``: ``[N, n_rows_of_coef]`` double (``[N, 1]`` for a binary classifier),
+    scikit-learn's ``LinearClassifierMixin.decision_function`` before its final ravel."""
+    return _decision(g, model, x)
+
+
 def _decision(g: GraphBuilder, model: Any, x: ir.Value) -> ir.Value:
     coef = np.asarray(model.coef_, np.float64)
     coef = coef.reshape(1, -1) if coef.ndim == 1 else coef
@@ -65,6 +71,11 @@ def _ovr_normalize(g: GraphBuilder, p: ir.Value, n_classes: int) -> ir.Value:
 
 def _binary_pair(g: GraphBuilder, p: ir.Value) -> ir.Value:
     return g.op("Concat", g.op("Sub", g.const(np.float64(1.0), "one"), p, dtype=DOUBLE), p, axis=1, dtype=DOUBLE)
+
+
+#: classifiers whose decision function :func:`decision_function` writes
+LINEAR_CLASSIFIERS = (lm.LogisticRegression, lm.LogisticRegressionCV, lm.SGDClassifier, lm.RidgeClassifier,
+                      lm.RidgeClassifierCV, lm.Perceptron, lm.PassiveAggressiveClassifier, svm.LinearSVC)
 
 
 @register_model(lm.SGDClassifier, lm.RidgeClassifier, lm.RidgeClassifierCV, lm.Perceptron,

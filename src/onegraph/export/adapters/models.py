@@ -72,6 +72,10 @@ def emit_model(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
     ExportError
         when the model is not fitted, or no adapter nor skl2onnx converter exists for it.
     """
+    from onegraph.export.adapters.contract import Adapter, adapt
+
+    if isinstance(model, Adapter) or type(model).__module__.split(".")[0] in ("xgboost", "lightgbm", "torch"):
+        return adapt(model).emit(g, x)
     if not hasattr(model, "n_features_in_") and not hasattr(model, "classes_") and not hasattr(model, "coef_"):
         raise ExportError(f"{type(model).__name__} is not fitted", hint="call fit before building")
     for cls in type(model).__mro__:
