@@ -22,8 +22,9 @@ leading axes (:func:`chunks`), and for each chunk every delta file is opened, th
 float64 accumulator per chunk; median and trimmed mean need every client's value for a coordinate at once,
 so they stack ``n`` slices, and the chunk shrinks as ``n`` grows to keep the stack within ``memory`` bytes.
 The merged parameters are ``onnx_ir.LazyTensor`` values computed while the output model is serialized, one
-parameter at a time, so the process holds the base model, the output being built and one chunk's working
-set: about two models plus ``memory``, whatever the number of clients (``bench/federated.py`` measures it).
+parameter at a time, so the process holds the base model, the output model, its serialized bytes (written
+atomically in one piece) and one chunk's working set: about three models plus ``memory``, whatever the number of
+clients (``bench/federated.py`` measures it).
 """
 
 from __future__ import annotations
