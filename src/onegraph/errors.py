@@ -98,6 +98,14 @@ class RuntimeFailure(OnegraphError):
     """onnxruntime failed while running a model."""
 
 
+class PassError(OnegraphError):
+    """A graph transformation (grouping, inlining, fusion, kernel mapping) cannot be applied as asked."""
+
+
+class GroupingError(PassError):
+    """A set of nodes cannot become one function call (not convex, overlapping another group, unknown node)."""
+
+
 __all__ = [
     "OnegraphError",
     "DataError",
@@ -108,4 +116,6 @@ __all__ = [
     "ParityError",
     "ModelFileError",
     "RuntimeFailure",
+    "PassError",
+    "GroupingError",
 ]

@@ -59,7 +59,7 @@ def input_columns(preprocessing: Any, model: Any, frame: pd.DataFrame) -> list[s
 
 def build(preprocessing: Any, model: Any = None, sample: Any = None, *, path: str | os.PathLike | None = None,
           check_parity: bool = True, rtol: float = 1e-6, atol: float = 1e-12, name: str = "onegraph",
-          ) -> onnx.ModelProto:
+          functions: bool = True) -> onnx.ModelProto:
     """Turn a fitted preprocessing and a fitted model into one ONNX model, verified on ``sample``.
 
     Parameters
@@ -80,6 +80,11 @@ def build(preprocessing: Any, model: Any = None, sample: Any = None, *, path: st
     check_parity, rtol, atol:
         Run the source objects and the graph on ``sample`` and refuse a model whose outputs differ
         (labels must be identical; numbers within ``atol + rtol * |expected|``).
+    functions:
+        Emit each step (transformer, model) as a call of a model-local function named after it (domain
+        ``onegraph.frame`` for onegraph's transformers, ``sklearn.preprocessing`` ... for scikit-learn's;
+        name = class, overload = the step's path), so the graph reads, in Netron, as the pipeline it came
+        from. onnxruntime inlines the functions when it loads the model. False: one flat graph.
 
     Returns
     -------
@@ -109,6 +114,10 @@ def build(preprocessing: Any, model: Any = None, sample: Any = None, *, path: st
     specs = [spec_for(n, frame[_column_key(frame, n)]) for n in names]
 
     ir_model, specs, outputs = _emit(preprocessing, model, specs, name)
+    if functions:
+        from onegraph.passes import group_steps
+
+        group_steps(ir_model)
     proto = _finish(ir_model, specs, outputs, model)
     if check_parity:
         from onegraph.verify.parity import parity
