@@ -32,6 +32,7 @@ import dataclasses
 import fnmatch
 from collections.abc import Callable, Iterable, Sequence
 
+import numpy as np
 import onnx_ir as ir
 from onnx_ir.passes.common import InlinePass
 
@@ -166,12 +167,15 @@ class _Builder:
                 p = v.producer()
                 if p is None or top(p) not in inside:
                     inputs.setdefault(v, None)
+        constants = [v for v in inputs if g.constants_inside and _small_constant(v)]
+        for v in constants:
+            del inputs[v]
         outputs = [v for m in members for v in m.outputs
                    if v.is_graph_output() or any(top(c) not in inside for c, _ in v.uses())]
         if not outputs:  # dead code: keep its values reachable so the body is a valid function
             outputs = [v for m in members for v in m.outputs]
         after = self._descendants_between(g, members, inside)
-        signature = _signature(members, list(inputs))
+        signature = _signature(members, list(inputs), outputs, constants)
         values = [*inputs, *(v for m in members for v in m.outputs)]
         found = self._function_for(g, signature, values, nested)
         if found is None:
@@ -191,7 +195,7 @@ class _Builder:
                         self.graph.outputs[k] = out
         self._place(call, members, after)
         if new:
-            body_values.extend(self._move_into(function, members, list(inputs), outputs))
+            body_values.extend(self._move_into(function, members, list(inputs), outputs, constants))
         else:
             self._discard(members)
         return call
@@ -268,25 +272,32 @@ class _Builder:
         return function, body_values, True
 
     def _move_into(self, function: ir.Function, members: list[ir.Node], inputs: list[ir.Value],
-                   outputs: list[ir.Value]) -> list[ir.Value]:
+                   outputs: list[ir.Value], constants: list[ir.Value]) -> list[ir.Value]:
         """Move the members into the function's body; return the body's values (inputs, node outputs)."""
         top = self.index.top
         inside = set(members)
         formal: list[ir.Value] = []
+        made = [ir.node("Constant", [], attributes={"value": ir.convenience.get_const_tensor(v)}) for v in constants]
         for k, v in enumerate(inputs):
             param = ir.Value(name=v.name or f"input_{k}", type=v.type, shape=v.shape)
             formal.append(param)
+        for v, new in [*zip(inputs, formal), *zip(constants, (n.outputs[0] for n in made))]:
+            if new.producer() is not None:
+                new.name, new.type, new.shape = v.name, v.type, v.shape
             for consumer, i in list(v.uses()):
                 if top(consumer) in inside:
-                    consumer.replace_input_with(i, param)
+                    consumer.replace_input_with(i, new)
         self.graph.remove(members, safe=False)
         body = function.graph
         body.inputs.extend(formal)
+        body.extend(made)
         body.extend(members)
         body.outputs.extend(outputs)
         domains = {n.domain for m in members for n in self.index.inner_nodes(m)}
         for d in sorted(domains):
             body.opset_imports[d] = self.model.opset_imports.get(d, 1)
+        if made:
+            body.opset_imports.setdefault("", self.model.opset_imports.get("", 1))
         return [*formal, *(v for m in members for v in m.outputs)]
 
     def _discard(self, members: list[ir.Node]) -> None:
@@ -339,13 +350,26 @@ def _reconcile(body_values: list[ir.Value], values: list[ir.Value]) -> None:
 
 
 # -- body signatures ------------------------------------------------------------------------------
-def _signature(members: list[ir.Node], inputs: list[ir.Value]) -> tuple:
-    """What the body computes, independent of names: operators, attributes, wiring, outside reads."""
+def _small_constant(value: ir.Value) -> bool:
+    """A constant that parametrizes an operation rather than weighting it: one element, or a short
+    integer vector (axes, shapes, split sizes)."""
+    tensor = ir.convenience.get_const_tensor(value)
+    if tensor is None:
+        return False
+    size = int(np.prod(tensor.shape)) if tensor.shape is not None else 0
+    return size == 1 or (tensor.dtype in (ir.DataType.INT64, ir.DataType.INT32) and size <= 8)
+
+
+def _signature(members: list[ir.Node], inputs: list[ir.Value], outputs: list[ir.Value],
+               constants: Sequence[ir.Value] = ()) -> tuple:
+    """What the body computes, independent of names: operators, attributes, wiring, reads and results."""
     ref: dict[ir.Value, tuple] = {v: ("in", k) for k, v in enumerate(inputs)}
+    for v in constants:
+        ref[v] = ("const", _tensor_signature(ir.convenience.get_const_tensor(v)))  # type: ignore[arg-type]
     for j, m in enumerate(members):
         for o, v in enumerate(m.outputs):
             ref[v] = ("node", j, o)
-    return tuple(_node_signature(m, ref) for m in members)
+    return tuple(_node_signature(m, ref) for m in members), tuple(ref[v] for v in outputs)
 
 
 def _node_signature(node: ir.Node, ref: dict[ir.Value, tuple]) -> tuple:

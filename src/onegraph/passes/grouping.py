@@ -43,6 +43,10 @@ class Group:
         ``metadata_props`` of the call node (the source record, truncated to this object's scopes).
     call_name:
         Name of the call node (default: ``path``, else the function name).
+    constants_inside:
+        Copy one-element constants and short integer vectors the group reads (``eps``, ``0.5``, axes)
+        into the body as ``Constant`` nodes instead of passing them in, so the function's inputs are
+        those of the operation it stands for (used by :mod:`onegraph.passes.fusion`'s functions).
     """
 
     domain: str
@@ -52,6 +56,7 @@ class Group:
     depth: int = 1
     metadata: dict[str, str] = dataclasses.field(default_factory=dict)
     call_name: str = ""
+    constants_inside: bool = False
 
     @property
     def label(self) -> str:
