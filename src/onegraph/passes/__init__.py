@@ -29,13 +29,13 @@ from onegraph.passes.functions import (
     inline,
     list_functions,
 )
-from onegraph.passes.grouping import Group, by_metadata, by_nodes, by_scope, parse_function_id
+from onegraph.passes.grouping import AUTO, Group, by_metadata, by_nodes, by_scope, parse_function_id
 from onegraph.passes.scopes import SCOPE_DOMAIN
 
 GROUP_BY = ("metadata", "scope", "nodes")
 
 
-def select_groups(graph: ir.Graph, by: str = "metadata", *, depth: int | None = 1, classes: Iterable[str] = (),
+def select_groups(graph: ir.Graph, by: str = "metadata", *, depth: int | None | str = AUTO, classes: Iterable[str] = (),
                   paths: Iterable[str] = (), scopes: Iterable[str] = (),
                   names: Mapping[str, tuple[str, str]] | None = None,
                   nodes: Mapping[str | tuple[str, ...], Sequence[str]] | None = None,
@@ -63,7 +63,8 @@ def group_functions(model: ir.Model, by: str = "metadata", **options: Any) -> li
     by:
         ``"metadata"``: the source objects recorded in node metadata (PyTorch's exporter:
         ``pkg.torch.onnx.name_scopes`` / ``class_hierarchy`` / ``namespace``; onegraph: ``onegraph.scopes``);
-        options ``depth`` (levels of nesting, default 1; None = all), ``classes``, ``paths``, ``innermost``.
+        options ``depth`` (levels of nesting: default 1, or all when ``classes`` / ``paths`` pick the
+        objects; None = all), ``classes``, ``paths``, ``innermost``.
         ``"scope"``: the scopes in node names (``/encoder/lstm1/LSTM``); options ``depth``, ``scopes``,
         ``names`` (scope -> ``(domain, name)``), ``domain`` (default ``onegraph.scope``).
         ``"nodes"``: option ``nodes``, ``{"DOMAIN:NAME[:OVERLOAD]": [node names]}``.

@@ -28,6 +28,7 @@ on it move after the call (their order otherwise unchanged).
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import fnmatch
 from collections.abc import Callable, Iterable, Sequence
@@ -91,8 +92,17 @@ def group(model: ir.Model, groups: Sequence[Group]) -> list[ir.Node]:
     groups = [g for g in groups if g.nodes]
     if not groups:
         return []
-    ordered, nested = _nesting_order(graph, groups)
+    ordered, nested, height = _nesting_order(graph, groups)
     builder = _Builder(model)
+    # Among nested groups of one class, the body most of them share is made first, so it is the one
+    # that gets the class's single nested function (overload ""); inner groups still come before outer.
+    common = collections.Counter()
+    shape: dict[int, tuple] = {}
+    for i in nested:
+        g = ordered[i]
+        shape[i] = (g.domain, g.name, builder.signature_of(sorted(set(g.nodes), key=builder.pos.__getitem__)))
+        common[shape[i]] += 1
+    rank = sorted(range(len(ordered)), key=lambda i: (height[i], -common.get(shape.get(i), 0)))
     current: dict[ir.Node, ir.Node] = {}
 
     def now(node: ir.Node) -> ir.Node:
@@ -101,7 +111,8 @@ def group(model: ir.Model, groups: Sequence[Group]) -> list[ir.Node]:
         return node
 
     calls = []
-    for i, g in enumerate(ordered):
+    for i in rank:
+        g = ordered[i]
         members = list(dict.fromkeys(now(n) for n in g.nodes))
         call = builder.extract(g, members, nested=i in nested)
         if call is None:
@@ -113,9 +124,9 @@ def group(model: ir.Model, groups: Sequence[Group]) -> list[ir.Node]:
     return calls
 
 
-def _nesting_order(graph: ir.Graph, groups: Sequence[Group]) -> tuple[list[Group], set[int]]:
-    """Groups innermost first, and which of them lie inside another; refuse nodes outside the main graph
-    and partly overlapping groups."""
+def _nesting_order(graph: ir.Graph, groups: Sequence[Group]) -> tuple[list[Group], set[int], list[int]]:
+    """Groups innermost first, which of them lie inside another, and each one's height in the nesting
+    (0: holds no other group); refuse nodes outside the main graph and partly overlapping groups."""
     for g in groups:
         for n in g.nodes:
             if n.graph is not graph:
@@ -124,6 +135,7 @@ def _nesting_order(graph: ir.Graph, groups: Sequence[Group]) -> tuple[list[Group
     ordered = sorted(groups, key=lambda g: (len(set(g.nodes)), -g.depth))
     outermost: dict[ir.Node, int] = {}
     nested: set[int] = set()
+    height = [0] * len(ordered)
     sizes = [len(set(g.nodes)) for g in ordered]
     for i, g in enumerate(ordered):
         counts: dict[int, list[ir.Node]] = {}
@@ -133,13 +145,14 @@ def _nesting_order(graph: ir.Graph, groups: Sequence[Group]) -> tuple[list[Group
                 counts.setdefault(j, []).append(n)
         for j, shared in counts.items():
             nested.add(j)
+            height[i] = max(height[i], height[j] + 1)
             if len(shared) != sizes[j]:
                 names = ", ".join(repr(n.name) for n in shared[:5]) + (" ..." if len(shared) > 5 else "")
                 raise GroupingError(f"groups {ordered[j].label} and {g.label} overlap: they share node(s) {names} "
                                     "but neither holds the other", hint="make the groups disjoint or nested")
         for n in g.nodes:
             outermost[n] = i
-    return ordered, nested
+    return ordered, nested, height
 
 
 class _Builder:
@@ -156,9 +169,8 @@ class _Builder:
         self.node_names = {n.name for n in self.graph if n.name}
 
     # -- one group ------------------------------------------------------------------------------
-    def extract(self, g: Group, members: list[ir.Node], nested: bool = False) -> ir.Node | None:
-        """Replace ``members`` by one call; None when a nested group cannot get its own function."""
-        members.sort(key=self.pos.__getitem__)
+    def interface(self, members: list[ir.Node]) -> tuple[list[ir.Value], list[ir.Value]]:
+        """The values ``members`` read from outside, and those of theirs read outside (or graph outputs)."""
         inside = set(members)
         top = self.index.top
         inputs: dict[ir.Value, None] = {}
@@ -167,21 +179,31 @@ class _Builder:
                 p = v.producer()
                 if p is None or top(p) not in inside:
                     inputs.setdefault(v, None)
-        constants = [v for v in inputs if g.constants_inside and _small_constant(v)]
-        for v in constants:
-            del inputs[v]
         outputs = [v for m in members for v in m.outputs
                    if v.is_graph_output() or any(top(c) not in inside for c, _ in v.uses())]
         if not outputs:  # dead code: keep its values reachable so the body is a valid function
             outputs = [v for m in members for v in m.outputs]
+        return list(inputs), outputs
+
+    def signature_of(self, members: list[ir.Node]) -> tuple:
+        return _signature(members, *self.interface(members))
+
+    def extract(self, g: Group, members: list[ir.Node], nested: bool = False) -> ir.Node | None:
+        """Replace ``members`` by one call; None when a nested group cannot get its own function."""
+        members.sort(key=self.pos.__getitem__)
+        inside = set(members)
+        top = self.index.top
+        read, outputs = self.interface(members)
+        constants = [v for v in read if g.constants_inside and _small_constant(v)]
+        inputs = [v for v in read if v not in constants]
         after = self._descendants_between(g, members, inside)
-        signature = _signature(members, list(inputs), outputs, constants)
+        signature = _signature(members, inputs, outputs, constants)
         values = [*inputs, *(v for m in members for v in m.outputs)]
         found = self._function_for(g, signature, values, nested)
         if found is None:
             return None
         function, body_values, new = found
-        call = ir.Node(g.domain, g.name, list(inputs), num_outputs=len(outputs), overload=function.overload,
+        call = ir.Node(g.domain, g.name, inputs, num_outputs=len(outputs), overload=function.overload,
                        name=self._call_name(g), metadata_props=dict(g.metadata) or None)
         for v, out in zip(outputs, call.outputs):
             out.name, out.type, out.shape = v.name, v.type, v.shape
@@ -195,7 +217,7 @@ class _Builder:
                         self.graph.outputs[k] = out
         self._place(call, members, after)
         if new:
-            body_values.extend(self._move_into(function, members, list(inputs), outputs, constants))
+            body_values.extend(self._move_into(function, members, inputs, outputs, constants))
         else:
             self._discard(members)
         return call

@@ -67,7 +67,11 @@ Chain = Callable[[ir.Node], "list[Scope] | None"]
 Select = Callable[[int, Scope], "tuple[str, str] | None"]
 
 
-def by_metadata(graph: ir.Graph, *, depth: int | None = 1, classes: Iterable[str] = (),
+#: ``depth`` default: the top level (1), or every level when classes, paths or scopes pick the objects.
+AUTO = "auto"
+
+
+def by_metadata(graph: ir.Graph, *, depth: int | None | str = AUTO, classes: Iterable[str] = (),
                 paths: Iterable[str] = (), innermost: bool = False) -> list[Group]:
     """Groups for the source objects recorded in node metadata (PyTorch's exporter, onegraph's builder).
 
@@ -76,7 +80,8 @@ def by_metadata(graph: ir.Graph, *, depth: int | None = 1, classes: Iterable[str
     graph:
         The main graph of the model.
     depth:
-        Group objects nested down to this level (1: the model's direct children); None: every level.
+        Group objects nested down to this level (1: the model's direct children); None: every level;
+        ``"auto"`` (default): 1, or every level when ``classes`` or ``paths`` pick the objects.
     classes:
         Only objects of these classes, each given as the qualified class
         (``torch.nn.modules.rnn.LSTM``), its public name (``torch.nn.LSTM``) or the bare name (``LSTM``).
@@ -92,6 +97,7 @@ def by_metadata(graph: ir.Graph, *, depth: int | None = 1, classes: Iterable[str
         Function ``domain`` / ``name`` from the class (:func:`onegraph.passes.scopes.function_name`).
     """
     classes, paths = set(classes), set(paths)
+    depth = _levels(depth, bool(classes or paths))
 
     def select(level: int, scope: Scope) -> tuple[str, str] | None:
         if depth is not None and level > depth:
@@ -106,14 +112,15 @@ def by_metadata(graph: ir.Graph, *, depth: int | None = 1, classes: Iterable[str
     return _scoped_groups(graph, metadata_chain, select, by_name=False, innermost=innermost)
 
 
-def by_scope(graph: ir.Graph, *, depth: int | None = 1, scopes: Iterable[str] = (),
+def by_scope(graph: ir.Graph, *, depth: int | None | str = AUTO, scopes: Iterable[str] = (),
              names: Mapping[str, tuple[str, str]] | None = None, domain: str = SCOPE_DOMAIN) -> list[Group]:
     """Groups for the scopes written in node names (``/encoder/lstm1/LSTM``: TorchScript exporter, tf2onnx).
 
     Parameters
     ----------
     depth:
-        Group scopes nested down to this level; None: every level.
+        Group scopes nested down to this level; None: every level; ``"auto"``: 1, or every level when
+        ``scopes`` picks them.
     scopes:
         Only these scopes, written ``/encoder/lstm1`` or ``encoder.lstm1``.
     names:
@@ -122,6 +129,7 @@ def by_scope(graph: ir.Graph, *, depth: int | None = 1, scopes: Iterable[str] = 
         :func:`onegraph.passes.scopes.function_name`).
     """
     wanted = {_scope_path(s) for s in scopes}
+    depth = _levels(depth, bool(wanted))
     given = {_scope_path(k): v for k, v in (names or {}).items()}
 
     def select(level: int, scope: Scope) -> tuple[str, str] | None:
@@ -159,6 +167,14 @@ def by_nodes(graph: ir.Graph, groups: Mapping[str | tuple[str, ...], Sequence[st
             raise GroupingError(f"group {domain}::{name} lists no node", hint="give at least one node name")
         out.append(Group(domain, name, overload, nodes))
     return out
+
+
+def _levels(depth: int | None | str, picked: bool) -> int | None:
+    if depth == AUTO:
+        return None if picked else 1
+    if depth is not None and (not isinstance(depth, int) or depth < 1):
+        raise GroupingError(f"depth {depth!r} is not a level", hint="give 1, 2, ... or None for every level")
+    return depth  # type: ignore[return-value]
 
 
 def parse_function_id(key: str | tuple[str, ...]) -> tuple[str, str, str]:
@@ -214,62 +230,58 @@ def _scoped_groups(graph: ir.Graph, chain_of: Chain, select: Select, *, by_name:
     return groups
 
 
-_ANY = object()  # an absorbed node with no producer in any group (a Constant): its users decide
-
-
 def _absorb(candidates: list[ir.Node], groups: list[Group], index: GraphIndex) -> None:
-    """Add each unattributed node whose inputs come from one group (or sources) and whose uses all lie in it."""
-    owner: dict[ir.Node, object] = {n: g for g in groups for n in g.nodes}
-    assign: dict[ir.Node, object] = {}
+    """Add each unattributed node that reads from one group and whose uses all lie in it.
+
+    A node that reads nothing but graph inputs, initializers and such nodes (a ``Constant``, an
+    ``Identity`` of a weight) is weight plumbing: it stays with the graph and its value is passed in,
+    like an initializer, so that instances of one class keep one shareable body.
+    """
+    owner: dict[ir.Node, Group] = {n: g for g in groups for n in g.nodes}
+    plumbing: set[ir.Node] = set()
     for n in candidates:
-        assign[n] = _ANY
-    changed = True
-    while changed:
-        changed = False
-        for n in candidates:  # forward: every producer in one group, absorbed, or none
-            if n not in assign:
+        if all(v.producer() is None or v.producer() in plumbing for v in index.reads(n)):
+            plumbing.add(n)
+    assign: dict[ir.Node, Group] = {}
+    for n in candidates:  # forward: reads from exactly one group (and plumbing, sources)
+        if n in plumbing:
+            continue
+        found: Group | None = None
+        for v in index.reads(n):
+            p = v.producer()
+            if p is None or p in plumbing:
                 continue
-            found = assign[n] if assign[n] is not _ANY else None
-            ok = True
-            for v in index.reads(n):
-                p = v.producer()
-                if p is None:
-                    continue
-                g = owner.get(p) or assign.get(p)
-                if g is None or (g is not _ANY and found is not None and g is not found):
-                    ok = False
-                    break
-                if g is not _ANY:
-                    found = g
+            g = owner.get(p) or assign.get(p)
+            if g is None or (found is not None and g is not found):
+                found = None
+                break
+            found = g
+        if found is not None:
+            assign[n] = found
+    changed = True
+    while changed:  # backward, then forward again, until every kept node's uses and reads agree
+        changed = False
+        for n in reversed(candidates):
+            g = assign.get(n)
+            if g is None:
+                continue
+            ok = bool(n.outputs) and not any(v.is_graph_output() for v in n.outputs)
+            ok = ok and all((owner.get(index.top(u.node)) or assign.get(index.top(u.node))) is g
+                            for v in n.outputs for u in v.uses())
             if not ok:
                 del assign[n]
                 changed = True
-            elif found is not None and assign[n] is _ANY:
-                assign[n] = found
-        for n in reversed(candidates):  # backward: every use inside the same group
-            if n not in assign:
+        for n in candidates:
+            g = assign.get(n)
+            if g is None:
                 continue
-            target = None if assign[n] is _ANY else assign[n]
-            ok = bool(n.outputs)
-            for v in n.outputs:
-                if v.is_graph_output():
-                    ok = False
-                for consumer, _ in v.uses():
-                    consumer = index.top(consumer)
-                    g = owner.get(consumer) or assign.get(consumer)
-                    if g is None or g is _ANY or (target is not None and g is not target):
-                        ok = False
-                        break
-                    target = g
-                if not ok:
+            for v in index.reads(n):
+                p = v.producer()
+                if p is not None and p not in plumbing and (owner.get(p) or assign.get(p)) is not g:
+                    del assign[n]
+                    changed = True
                     break
-            if not ok or target is None:
-                del assign[n]
-                changed = True
-            else:
-                assign[n] = target
     for n, g in assign.items():
-        if g is not _ANY:
-            g.nodes.append(n)  # type: ignore[union-attr]
+        g.nodes.append(n)
     for g in groups:
         g.nodes.sort(key=index.pos.__getitem__)

@@ -62,9 +62,10 @@ def split_outputs(values: list[ir.Value], parts: int) -> tuple[ir.Node, list[int
     return node, indices
 
 
-def x_and_h(gates: ir.Value, hidden: int, h_hint: ir.Value | None = None) -> Gates | None:
+def x_and_h(gates: ir.Value, hidden: int, h_hint: ir.Value | None = None, c: ir.Value | None = None) -> Gates | None:
     """Read ``gates`` (``[B, G * hidden]``) as ``linear(x) + linear(h)``, ``linear(x) + folded constant``
-    or ``linear(concat(x, h))``. ``h_hint``: the hidden state when the cell's update names it (GRU)."""
+    or ``linear(concat(x, h))``. ``h_hint``: the hidden state when the cell's update names it (GRU);
+    ``c``: the cell state that goes with the hidden state (LSTM)."""
     width = None
     node = gates.producer()
     if node is None:
@@ -76,7 +77,7 @@ def x_and_h(gates: ir.Value, hidden: int, h_hint: ir.Value | None = None) -> Gat
         if width is None:
             return None
         if la is not None and lb is not None:
-            lx, lh = _order(la, lb, hidden, h_hint)
+            lx, lh = _order(la, lb, hidden, h_hint, c)
             if lx is None or lx.bias.shape != lh.bias.shape or lh.weight.shape[1] != hidden:
                 return None
             return Gates(lx.input, lh.input, lx.weight, lh.weight, lx.bias, lh.bias, [node, *la.nodes, *lb.nodes])
@@ -101,8 +102,9 @@ def x_and_h(gates: ir.Value, hidden: int, h_hint: ir.Value | None = None) -> Gat
     return Gates(x, h, lin.weight[:, :split], lin.weight[:, split:], lin.bias, zeros, [*lin.nodes, cat])
 
 
-def _order(la: Linear, lb: Linear, hidden: int, h_hint: ir.Value | None) -> tuple[Linear | None, Linear]:
-    """Which linear reads the input and which the hidden state."""
+def _order(la: Linear, lb: Linear, hidden: int, h_hint: ir.Value | None,
+           c: ir.Value | None) -> tuple[Linear | None, Linear]:
+    """Which linear reads the input and which the hidden state (``(input, state)``)."""
     if h_hint is not None:
         if lb.input is h_hint:
             return la, lb
@@ -114,26 +116,45 @@ def _order(la: Linear, lb: Linear, hidden: int, h_hint: ir.Value | None) -> tupl
         return la, lb
     if fits == [True, False]:
         return lb, la
-    # both could read the state: the one fed by an earlier fused step is the state; then the one read
-    # from a time slice (Gather / Slice / Squeeze) is the input; else PyTorch's order, state first
-    for first, second in ((la, lb), (lb, la)):
-        if _from_fused_step(second.input) and not _from_fused_step(first.input):
-            return first, second
-    for first, second in ((la, lb), (lb, la)):
-        p = first.input.producer()
-        q = second.input.producer()
-        if p is not None and p.op_type in ("Gather", "Slice", "Squeeze") and (q is None or q.op_type not in (
-                "Gather", "Slice", "Squeeze")):
-            return first, second
+    # input and state have one width: the state is the h that comes with the cell state c (both from
+    # one earlier fused step, both zero, both graph inputs); else the input is the one read from a time
+    # slice; else PyTorch's order (state first)
+    for test in (_pairs_with(c), _time_sliced):
+        marks = [test(lin.input) for lin in (la, lb)]
+        if marks == [True, False]:
+            return (lb, la) if test is not _time_sliced else (la, lb)
+        if marks == [False, True]:
+            return (la, lb) if test is not _time_sliced else (lb, la)
     return lb, la
 
 
-def _from_fused_step(value: ir.Value) -> bool:
-    p = value.producer()
-    if p is None or p.op_type != "Squeeze" or p.inputs[0] is None:
-        return False
-    q = p.inputs[0].producer()
-    return q is not None and q.op_type in ("LSTM", "GRU")
+def _pairs_with(c: ir.Value | None):
+    """A test: is ``h`` the hidden state that goes with cell state ``c``?"""
+    def step_output(v: ir.Value | None) -> tuple[ir.Node, int] | None:
+        p = v.producer() if v is not None else None
+        if p is None or p.op_type != "Squeeze" or p.inputs[0] is None:
+            return None
+        q = p.inputs[0].producer()
+        return (q, p.inputs[0].index()) if q is not None and q.op_type == "LSTM" else None
+
+    source = step_output(c)
+
+    def test(h: ir.Value) -> bool:
+        if c is None:
+            return False
+        if source is not None:
+            found = step_output(h)
+            return found is not None and found[0] is source[0] and found[1] == 1
+        if all_zero(c):
+            return all_zero(h)
+        return c.producer() is None and not c.is_initializer() and h.producer() is None and not h.is_initializer()
+
+    return test
+
+
+def _time_sliced(v: ir.Value) -> bool:
+    p = v.producer()
+    return p is not None and p.op_type in ("Gather", "Slice", "Squeeze", "Split") and not _from_fused_step(v)
 
 
 def reorder(rows: np.ndarray, hidden: int, order: list[int]) -> np.ndarray:
@@ -188,12 +209,20 @@ def state_value(value: ir.Value) -> ir.Value | None:
 
 
 # -- merging steps into sequences -----------------------------------------------------------------
+#: Metadata key on a merged operator: how many steps it runs (so a layer above can read its Y whole).
+STEPS = "onegraph.fusion.steps"
+
+
 @dataclasses.dataclass(eq=False)
 class _Step:
     node: ir.Node
-    x: ir.Value            # x_t ([B, I])
     states_in: list[ir.Value | None]    # h (and c) before the step, [B, H] (None: zeros)
     states_out: list[ir.Value]          # h (and c) after the step, [B, H]
+
+    @property
+    def x(self) -> ir.Value:
+        """x_t ([B, I]), read now: merging an earlier chain may have replaced it."""
+        return self.node.inputs[0].producer().inputs[0]  # type: ignore[union-attr,return-value]
 
 
 def merge_sequences(model: ir.Model, kind: str, rule_prefix: str) -> dict[str, int]:
@@ -226,6 +255,7 @@ def merge_sequences(model: ir.Model, kind: str, rule_prefix: str) -> dict[str, i
         if _merge(graph, kind, chain, pos):
             counts[f"{key}_sequence"] += 1
             counts[f"{key}_steps_merged"] += len(chain)
+            pos = {n: i for i, n in enumerate(graph)}  # the merged nodes went before the chain's head
     return counts
 
 
@@ -254,7 +284,7 @@ def _read_step(node: ir.Node, n_states: int, rule_prefix: str) -> _Step | None:
         states_out.append(uses[0].node.outputs[0])
     if node.outputs[0].uses() or node.outputs[0].is_graph_output():
         return None
-    return _Step(node, unsq.inputs[0], states_in, states_out)
+    return _Step(node, states_in, states_out)
 
 
 def _links(prev: _Step, step: _Step, n_states: int) -> bool:
@@ -308,7 +338,7 @@ def _merge(graph: ir.Graph, kind: str, chain: list[_Step], pos: dict[ir.Node, in
     while inputs[-1] is None:
         inputs.pop()
     op = ir.node(kind, inputs, attributes={k: a for k, a in head.node.attributes.items()},
-                 num_outputs=len(head.node.outputs), metadata_props=dict(head.node.metadata_props))
+                 num_outputs=len(head.node.outputs), metadata_props={**head.node.metadata_props, STEPS: str(T)})
     new.append(op)
     y = op.outputs[0]
     replace: list[tuple[ir.Value, ir.Value]] = []
@@ -333,6 +363,9 @@ def _sequence_input(chain: list[_Step], add, ints, pos: dict[ir.Node, int]) -> i
     taken from at consecutive time steps, else the steps' inputs concatenated (when all exist before the
     first step, so the merged operator can run there)."""
     T = len(chain)
+    sequence = _sequence_output(chain)
+    if sequence is not None:  # the steps read a merged layer's per-step states: its Y, [T, 1, B, H]
+        return add("Squeeze", [sequence, ints([1])])[0]
     sources = [_time_slice(s.x) for s in chain]
     if all(src is not None for src in sources):
         tensor, axis, start = sources[0]  # type: ignore[misc]
@@ -351,6 +384,40 @@ def _sequence_input(chain: list[_Step], add, ints, pos: dict[ir.Node, int]) -> i
             return None
     zero = ints([0])
     return add("Concat", [add("Unsqueeze", [s.x, zero])[0] for s in chain], axis=0)[0]
+
+
+def _sequence_output(chain: list[_Step]) -> ir.Value | None:
+    """The ``Y`` of a merged operator of ``len(chain)`` steps when step ``t`` reads its state ``t``."""
+    found = None
+    for t, s in enumerate(chain):
+        read = _merged_state(s.x)
+        if read is None or read[1] != t or (found is not None and read[0] is not found):
+            return None
+        found = read[0]
+    if found is None or found.metadata_props.get(STEPS) != str(len(chain)):
+        return None
+    return found.outputs[0]
+
+
+def _merged_state(v: ir.Value) -> tuple[ir.Node, int] | None:
+    """``(merged operator, t)`` when ``v`` is its hidden state after step ``t``: ``Squeeze(Gather(Y, t))``,
+    or ``Squeeze(Y_h)`` for the last step."""
+    squeeze = v.producer()
+    if squeeze is None or squeeze.op_type != "Squeeze" or squeeze.inputs[0] is None:
+        return None
+    inner = squeeze.inputs[0]
+    p = inner.producer()
+    if p is None:
+        return None
+    if STEPS in p.metadata_props and inner.index() == 1:
+        return p, int(p.metadata_props[STEPS]) - 1
+    if p.op_type != "Gather" or attr_int(p, "axis", 0) != 0 or p.inputs[0] is None:
+        return None
+    index = constant(p.inputs[1])
+    merged = p.inputs[0].producer()
+    if index is None or index.ndim != 0 or merged is None or STEPS not in merged.metadata_props:
+        return None
+    return (merged, int(index)) if p.inputs[0].index() == 0 else None
 
 
 def _time_slice(x: ir.Value) -> tuple[ir.Value, int, int] | None:

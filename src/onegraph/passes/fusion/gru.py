@@ -13,7 +13,7 @@ the weights repacked into ONNX's ``zrh`` order; consecutive steps merge into one
 
 Declines on the original formulation that resets the state before its linear layer
 (``tanh(x_n + (r * h) @ W_hn.T)``: another operator mode, not this pattern), other activations, splits
-that are not three equal chunks of the last axis, non-constant weights, non-float types.
+that are not three equal chunks of the last axis, non-constant weights, types other than float.
 """
 
 from __future__ import annotations
@@ -68,7 +68,7 @@ class GruCell(pattern.RewriteRuleClassBase):
             return result.fail("the pre-activations are not chunks of two three-way splits")
         (x_split, x_order), (h_split, h_order) = xs, hs
         lin_x = as_linear(x_split.inputs[0])
-        if lin_x is None or lin_x.weight.dtype.name not in ("float32", "float64"):
+        if lin_x is None or lin_x.weight.dtype != np.float32:  # onnxruntime's GRU kernel takes float only
             return result.fail("the input's gates are not a linear layer with constant weights")
         width = lin_x.weight.shape[0]
         hidden = width // 3

@@ -17,12 +17,14 @@ the sequence (:func:`merge_sequences`).
 
 Declines (the pattern or the check fails) on anything the operator computes differently: peephole
 connections (a gate reads ``c``), clipped cells, other activations, coupled input-forget gates, a split
-that is not four equal chunks of the last axis, weights that are not constants, non-float types.
+that is not four equal chunks of the last axis, weights that are not constants, types other than float
+(ONNX's LSTM takes double too, but onnxruntime's kernel does not).
 """
 
 from __future__ import annotations
 
 import numpy as np
+import onnx_ir as ir
 from onnxscript.rewriter import pattern
 
 from onegraph.passes.fusion import _recurrent
@@ -59,13 +61,13 @@ class LstmCell(pattern.RewriteRuleClassBase):
             return result.fail("the gate pre-activations are not the four equal chunks of one split")
         split, order = found
         gates = split.inputs[0]
-        if gates.dtype is None or gates.dtype.name not in ("FLOAT", "DOUBLE"):
-            return result.fail("the gates are not float or double", gates)
+        if gates.dtype != ir.DataType.FLOAT:  # ONNX allows double, onnxruntime's LSTM kernel does not
+            return result.fail("the gates are not float", gates)
         width = gates.shape[1] if gates.shape is not None else None
         if not isinstance(width, int) or width % 4:
             return result.fail("the gates' width is unknown", gates)
         hidden = width // 4
-        read = _recurrent.x_and_h(gates, hidden)
+        read = _recurrent.x_and_h(gates, hidden, c=c)
         if read is None:
             return result.fail("the gates are not linear layers of the input and the state with constant weights")
         if c.shape is not None and (c.shape.rank() != 2 or c.shape[1] != hidden):
