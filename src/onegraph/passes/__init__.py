@@ -19,6 +19,7 @@ from typing import Any
 import onnx_ir as ir
 
 from onegraph.errors import PassError
+from onegraph.passes._gc import paused
 from onegraph.passes.functions import (
     FunctionInfo,
     GroupFunctionsPass,
@@ -81,12 +82,14 @@ def group_functions(model: ir.Model, by: str = "metadata", **options: Any) -> li
     PassError
         for an unknown ``by``.
     """
-    return group(model, select_groups(model.graph, by, **options))
+    with paused():
+        return group(model, select_groups(model.graph, by, **options))
 
 
 def group_steps(model: ir.Model) -> list[ir.Node]:
     """Group a model onegraph built so each pipeline step (transformer, model) is one named function call."""
-    return group(model, by_metadata(model.graph, depth=None, innermost=True))
+    with paused():
+        return group(model, by_metadata(model.graph, depth=None, innermost=True))
 
 
 def fuse(model: ir.Model, rules: Iterable[str] | None = None, *, as_functions: bool = False) -> dict[str, int]:

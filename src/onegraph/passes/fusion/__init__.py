@@ -30,6 +30,7 @@ from onnx_ir.passes.common import RemoveUnusedNodesPass
 from onnxscript.rewriter import pattern
 
 from onegraph.errors import PassError
+from onegraph.passes._gc import paused
 
 #: Domain of the functions ``as_functions=True`` makes.
 FUSION_DOMAIN = "onegraph.fusion"
@@ -86,13 +87,17 @@ def fuse(model: ir.Model, rules: Iterable[str] | None = None, *, as_functions: b
     for name in names:
         if name not in known:
             raise PassError(f"unknown fusion rule {name!r}", hint=f"use one of {', '.join(known)}")
+    with paused():
+        return _fuse(model, [known[n] for n in names], as_functions)
+
+
+def _fuse(model: ir.Model, chosen: list[Family], as_functions: bool) -> dict[str, int]:
     counts: dict[str, int] = {}
     _infer_types(model)
     if as_functions:
-        counts.update(_wrap(model, [known[n] for n in names]))
+        counts.update(_wrap(model, chosen))
         return counts
-    for name in names:
-        family = known[name]
+    for family in chosen:
         for key, entries in family.make().items():
             counts[key] = pattern.RewriteRuleSet([rule for rule, _ in entries]).apply_to_model(model)
         if family.after is not None:
@@ -123,6 +128,8 @@ def _infer_types(model: ir.Model) -> None:
     """
     from onnx_ir.passes.common import ShapeInferencePass
 
+    if all(v.type is not None and v.shape is not None for node in model.graph for v in node.outputs):
+        return  # the exporter recorded them all (PyTorch's dynamo exporter does)
     try:
         ShapeInferencePass()(model)
     except Exception:  # onnx's inference raises several types for models it cannot handle
@@ -192,13 +199,32 @@ def _common_path(nodes: list[ir.Node], chain_of) -> str:
     return common[-1] if common else ""
 
 
+class _Rule(pattern.RewriteRule):
+    """A rewrite rule that skips, before any matching work, nodes whose operator is not its pattern's root.
+
+    The rewriter tries every rule at every node; on graphs of 100,000 nodes the setup of each failing
+    attempt costs more than the matching itself.
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        roots = self._target_pattern.output_nodes
+        ident = roots[0].op_identifier() if len(roots) == 1 else None
+        self._root = (ident[0] if ident[0] != "ai.onnx" else "", ident[1]) if ident is not None else None
+
+    def try_rewrite(self, model, graph_or_function, node, **kwargs):
+        if self._root is not None and (node.op_type != self._root[1] or
+                                       (node.domain if node.domain != "ai.onnx" else "") != self._root[0]):
+            return None
+        return super().try_rewrite(model, graph_or_function, node, **kwargs)
+
+
 def make_rule(instance: pattern.RewriteRuleClassBase) -> tuple[pattern.RewriteRule, object]:
     """The rewrite rule of a rule-class instance, with the instance (its ``check`` keeps what it found)."""
     # remove_nodes=False: a matched intermediate also used elsewhere (two GELUs sharing ``0.5 * x``) stays
     # for its other users instead of blocking the match; what nothing uses any more is removed afterwards
-    rule = pattern.RewriteRule(instance.pattern, instance.rewrite, instance.check, name=instance.name,
-                               remove_nodes=False, graph_pre_visitor=instance.setup,
-                               graph_post_visitor=instance.cleanup)
+    rule = _Rule(instance.pattern, instance.rewrite, instance.check, name=instance.name, remove_nodes=False,
+                 graph_pre_visitor=instance.setup, graph_post_visitor=instance.cleanup)
     return rule, instance
 
 
