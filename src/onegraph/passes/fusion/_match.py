@@ -76,6 +76,16 @@ def opset(model: ir.Model) -> int:
     return int(model.opset_imports.get("", model.opset_imports.get("ai.onnx", 0)))
 
 
+def unsupported(model: ir.Model, x: ir.Value, min_opset: int, operator: str) -> str | None:
+    """Why ``operator`` cannot replace a match on ``x`` in ``model`` (opset too low, ``x`` not float or
+    double), or None."""
+    if opset(model) < min_opset:
+        return f"the model's opset is below {min_opset}, which brings {operator}"
+    if x.dtype not in FLOAT_TYPES:
+        return "x is not float or double"
+    return None
+
+
 @dataclasses.dataclass
 class Linear:
     """``input @ weight.T + bias`` found in the graph (``Gemm``, ``MatMul`` [+ ``Add``]).

@@ -20,7 +20,7 @@ import math
 
 from onnxscript.rewriter import pattern
 
-from onegraph.passes.fusion._match import FLOAT_TYPES, either, is_number, opset, rank
+from onegraph.passes.fusion._match import either, is_number, rank, unsupported
 
 SQRT_2 = math.sqrt(2.0)
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -51,13 +51,10 @@ class _GeluBase(pattern.RewriteRuleClassBase):
 
     def check(self, context, x, half, one, **constants):
         result = pattern.MatchResult()
-        if opset(context.model) < GELU_OPSET:
-            return result.fail(f"the model's opset is below {GELU_OPSET}, which brings Gelu")
-        if x.dtype not in FLOAT_TYPES:
-            return result.fail("x is not float or double", x)
-        limit = rank(x)
-        if limit is None:
-            limit = 1
+        reason = unsupported(context.model, x, GELU_OPSET, "Gelu")
+        if reason:
+            return result.fail(reason, x)
+        limit = rank(x) or 1
         if not is_number(half, 0.5, limit) or not is_number(one, 1.0, limit):
             return result.fail("a constant of the 0.5 * x * (1 + ...) product differs")
         return self.check_constants(result, limit, **constants)

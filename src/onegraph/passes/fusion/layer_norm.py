@@ -26,7 +26,7 @@ import numpy as np
 import onnx_ir as ir
 from onnxscript.rewriter import pattern
 
-from onegraph.passes.fusion._match import FLOAT_TYPES, attr_int, constant, either, opset, rank, scalar, static_dims
+from onegraph.passes.fusion._match import attr_int, constant, either, rank, scalar, static_dims, unsupported
 
 #: the first opset with LayerNormalization
 LAYER_NORM_OPSET = 17
@@ -48,14 +48,19 @@ def _normalized(op, x, two, eps, division: str | None):
 
 
 class _LayerNormBase(pattern.RewriteRuleClassBase):
-    """Shared checks; subclasses add the affine part."""
+    """Shared checks; subclasses add the affine part.
+
+    ``declines_before``: the operator (``Mul`` for a scale, ``Add`` for a bias) which, applying a valid
+    affine parameter to this rule's result, means a rule with the affine part takes the match instead.
+    """
+
+    declines_before: str | None = None
 
     def check(self, context, x, eps, mean, var, two=None, scale=None, bias=None, **_):
         result = pattern.MatchResult()
-        if opset(context.model) < LAYER_NORM_OPSET:
-            return result.fail(f"the model's opset is below {LAYER_NORM_OPSET}, which brings LayerNormalization")
-        if x.dtype not in FLOAT_TYPES:
-            return result.fail("x is not float or double", x)
+        reason = unsupported(context.model, x, LAYER_NORM_OPSET, "LayerNormalization")
+        if reason:
+            return result.fail(reason, x)
         r = rank(x)
         axis = _trailing_axis(mean.producer(), var.producer(), r)
         if axis is None:
@@ -69,9 +74,9 @@ class _LayerNormBase(pattern.RewriteRuleClassBase):
         for name, value in (("scale", scale), ("bias", bias)):
             if value is not None and _affine_shape(value, x, axis) is None:
                 return result.fail(f"{name} broadcasts beyond the normalized shape or has no known shape", value)
-        return self.check_consumers(result, context.root.outputs[0], x, axis)
-
-    def check_consumers(self, result, out, x, axis):
+        if self.declines_before and _follows(context.root.outputs[0], self.declines_before,
+                                             lambda v: _affine_shape(v, x, axis) is not None):
+            return result.fail(f"a {self.declines_before} by an affine parameter follows; a larger rule takes it")
         return result
 
     def rewrite(self, op, x, scale=None, bias=None, **_):
@@ -84,6 +89,8 @@ class _LayerNormBase(pattern.RewriteRuleClassBase):
 class LayerNormNoAffine(_LayerNormBase):
     """The normalization alone -> ``LayerNormalization(x, ones)``; declines when a scale follows."""
 
+    declines_before = "Mul"
+
     def __init__(self, division: str) -> None:
         super().__init__(name=f"LayerNorm[{division}]")
         self.division = division
@@ -91,14 +98,11 @@ class LayerNormNoAffine(_LayerNormBase):
     def pattern(self, op, x, two, eps):
         return _normalized(op, x, two, eps, self.division)
 
-    def check_consumers(self, result, out, x, axis):
-        if _follows(out, "Mul", lambda v: _affine_shape(v, x, axis) is not None):
-            return result.fail("a scale follows; the rule with the scale takes the match")
-        return result
-
 
 class LayerNormScale(_LayerNormBase):
     """``normalized * scale`` -> ``LayerNormalization(x, scale)``; declines when a bias follows."""
+
+    declines_before = "Add"
 
     def __init__(self, swap: bool) -> None:
         super().__init__(name=f"LayerNormScale[{'swapped' if swap else 'plain'}]")
@@ -107,11 +111,6 @@ class LayerNormScale(_LayerNormBase):
     def pattern(self, op, x, two, eps, scale):
         n = _normalized(op, x, two, eps, None)
         return op.Mul(scale, n) if self.swap else op.Mul(n, scale)
-
-    def check_consumers(self, result, out, x, axis):
-        if _follows(out, "Add", lambda v: _affine_shape(v, x, axis) is not None):
-            return result.fail("a bias follows; the rule with the bias takes the match")
-        return result
 
 
 class LayerNormScaleBias(_LayerNormBase):
