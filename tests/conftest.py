@@ -52,3 +52,73 @@ def assert_same_values(got, expected, *, rtol: float = 1e-12, atol: float = 1e-1
     e_missing = pd.isna(expected)
     assert (g_missing == e_missing).all(), f"{name}: missing values differ"
     assert (got[~g_missing].astype(str) == expected[~e_missing].astype(str)).all(), f"{name}: values differ"
+
+
+@pytest.fixture
+def cli(capsys, monkeypatch):
+    """Run ``onegraph ARGS`` in this process through the command line's own ``main()``; returns a
+    ``CompletedProcess`` (exit code, stdout, stderr). Faster than a subprocess: the imports are paid once."""
+    import subprocess
+    import sys
+
+    from onegraph.cli import main
+
+    def invoke(*args: str) -> subprocess.CompletedProcess:
+        monkeypatch.setattr(sys, "argv", ["onegraph", *args])
+        code = 0
+        try:
+            main()
+        except SystemExit as exc:
+            code = exc.code or 0
+        captured = capsys.readouterr()
+        return subprocess.CompletedProcess(list(args), code, captured.out, captured.err)
+
+    return invoke
+
+
+# -- every graph the suite builds is portable ------------------------------------------------------
+#: how many graphs the hook below has checked in this session
+CHECKED_GRAPHS: list[str] = []
+
+
+@pytest.fixture(scope="session", autouse=True)
+def every_built_graph_is_portable():
+    """Every graph onegraph.build makes in this test session (main graph, Loop / If bodies and function
+    bodies) uses only ai.onnx / ai.onnx.ml operators or model-local functions, and none that depends on
+    the host locale (onegraph.verify.portable); a test building any other graph fails there."""
+    import importlib
+
+    from onegraph.verify.portable import portability_problems
+
+    # the module, not the function onegraph.export re-exports under the same name
+    build_module = importlib.import_module("onegraph.export.build")
+
+    finish = build_module._finish
+
+    def checked(*args, **kwargs):
+        proto = finish(*args, **kwargs)
+        problems = portability_problems(proto)
+        assert not problems, "a built graph is not portable:\n  " + "\n  ".join(problems)
+        CHECKED_GRAPHS.append(proto.graph.name)
+        return proto
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(build_module, "_finish", checked)
+        yield
+
+
+def graph_matches_transform(transformer, frame: pd.DataFrame, rows: pd.DataFrame | None = None, *,
+                            rtol: float = 1e-12):
+    """Build a fitted transformer alone; the graph (onnxruntime) gives ``transform(rows)`` column by column
+    (numbers within ``rtol`` / 1e-12, text, flags and missing values exactly). Returns the model."""
+    import onegraph
+
+    model = onegraph.build(transformer, None, frame)
+    rows = frame if rows is None else rows
+    expected = transformer.transform(rows)
+    got = onegraph.score(model, rows)
+    names = [str(n) for n in transformer.get_feature_names_out()]
+    assert list(got.columns) == names
+    for name in names:
+        assert_same_values(got[name].to_numpy(), pd.Series(expected[name]).to_numpy(), rtol=rtol, name=name)
+    return model

@@ -24,8 +24,11 @@ from sklearn.linear_model import (
     LinearRegression,
     LogisticRegression,
     Ridge,
+    RidgeClassifier,
+    SGDClassifier,
     SGDRegressor,
 )
+from sklearn.svm import LinearSVC
 from sklearn.pipeline import make_pipeline
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
@@ -134,6 +137,26 @@ def test_cars_with_missing_values_and_text(cars, estimator):
     check_against_sklearn(pipe, frame)
 
 
+@pytest.mark.parametrize("estimator", [SGDClassifier(loss="log_loss", random_state=0),
+                                       SGDClassifier(loss="modified_huber", random_state=0)],
+                         ids=lambda e: e.loss)
+@pytest.mark.parametrize("target", ["species", "sex"])
+def test_sgd_one_vs_rest_probabilities(penguins, estimator, target):
+    frame = penguins.dropna(subset=[target])
+    y = frame.pop(target)
+    pre = ColumnTransformer([("num", make_pipeline(SimpleImputer(), StandardScaler()), PENGUIN_NUMERIC)])
+    check_against_sklearn(make_pipeline(pre, estimator).fit(frame, y), frame, rtol=1e-9)
+
+
+@pytest.mark.parametrize("estimator", [LinearSVC(), RidgeClassifier()], ids=lambda e: type(e).__name__)
+def test_classifiers_without_probabilities_give_labels(penguins, estimator):
+    frame = penguins.drop(columns="species")
+    pipe = make_pipeline(penguin_preprocessing(), estimator).fit(frame, penguins["species"])
+    model = onegraph.build(pipe, None, frame)
+    assert [o.name for o in model.graph.output] == ["label"]
+    assert (onegraph.score(model, frame)["label"].to_numpy() == pipe.predict(frame)).all()
+
+
 def test_multi_output_regressor(cars):
     frame = cars[["Cylinders", "Displacement", "Weight_in_lbs"]]
     y = cars[["Acceleration", "Weight_in_lbs"]]
@@ -228,3 +251,52 @@ def test_build_writes_atomically_and_scores_from_path(penguins, tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["m.onnx"]
     got = onegraph.score(str(path), frame.head(5))
     assert list(got.index) == list(frame.head(5).index)
+
+
+def test_bool_labels_stay_bool_through_skl2onnx(penguins):
+    from sklearn.naive_bayes import GaussianNB
+
+    frame = penguins[PENGUIN_NUMERIC].dropna()
+    y = frame["body_mass_g"] > 4000
+    pipe = make_pipeline(StandardScaler(), GaussianNB()).fit(frame.drop(columns="body_mass_g"), y)
+    x = frame.drop(columns="body_mass_g")
+    got = onegraph.score(onegraph.build(pipe, None, x), x)
+    assert got["label"].dtype == bool and (got["label"].to_numpy() == pipe.predict(x)).all()
+
+
+def test_helpful_refusals(penguins):
+    frame = penguins.drop(columns="species")
+    unfitted = penguin_preprocessing()
+    with pytest.raises(ExportError, match="not fitted"):
+        onegraph.build(make_pipeline(unfitted), None, frame)
+    with pytest.raises(ExportError, match="must be a fitted"):
+        onegraph.build("StandardScaler", None, frame)
+    with pytest.raises(ExportError, match="takes numbers.*string column.*'year'"):
+        onegraph.build(None, LogisticRegression().fit(frame[["year"]], penguins["species"]).set_params(),
+                       frame.assign(year=frame["island"]))
+    odd = pd.DataFrame({"": [1.0, 2.0, 3.0], "b": [1.0, 2.0, 4.0]})
+    with pytest.raises(ExportError, match="empty name"):
+        onegraph.build(StandardScaler().fit(odd), None, odd)
+    cat = frame[["island"]].astype("category")
+    native = HistGradientBoostingClassifier(max_iter=5, categorical_features="from_dtype").fit(cat, penguins["species"])
+    with pytest.raises(ExportError, match="native categorical"):
+        onegraph.build(None, native, cat)
+
+
+def test_function_transformer_weights_and_skl2onnx_float_fallback(penguins):
+    from sklearn.pipeline import FeatureUnion
+    from sklearn.preprocessing import FunctionTransformer, KBinsDiscretizer, PolynomialFeatures
+
+    frame = penguins[PENGUIN_NUMERIC].dropna()
+    pipe = make_pipeline(FunctionTransformer(np.log1p), StandardScaler()).fit(frame)  # no feature_names_out
+    got = onegraph.score(onegraph.build(pipe, None, frame), frame)
+    # log(year) varies by 4e-4: scaling it magnifies the last-ulp differences of log1p ~2500x
+    np.testing.assert_allclose(got.to_numpy(float), pipe.transform(frame), rtol=1e-12, atol=1e-10)
+    union = FeatureUnion([("a", StandardScaler()), ("b", sklearn.preprocessing.MinMaxScaler())],
+                         transformer_weights={"a": 2.0, "b": 0.5}).fit(frame)
+    got = onegraph.score(onegraph.build(union, None, frame), frame)
+    np.testing.assert_allclose(got.to_numpy(float), union.transform(frame), rtol=1e-12)
+    for step in (PolynomialFeatures(2), KBinsDiscretizer(n_bins=4, encode="ordinal")):
+        fitted = step.fit(frame)
+        got = onegraph.score(onegraph.build(fitted, None, frame), frame)
+        np.testing.assert_allclose(got.to_numpy(float), fitted.transform(frame), rtol=1e-6)

@@ -90,8 +90,12 @@ def test_identity_graph_round_trips_every_dtype():
     for name in zoo.columns:
         got = scored[name]
         expected = zoo[name]
-        if EXPECTED[name][0] == "datetime":
-            expected = pd.to_datetime(expected, utc=True).dt.tz_localize(None) if name == "dt_tz" else expected
+        if name == "dt_tz":
+            assert str(got.dt.tz) == "Europe/Paris"  # the zone comes back with the instants
+            assert_same_values(got.dt.tz_convert("UTC").dt.tz_localize(None).astype("datetime64[ns]").astype("int64"),
+                               expected.dt.tz_convert("UTC").dt.tz_localize(None).astype("datetime64[ns]")
+                               .astype("int64"), name=name)
+        elif EXPECTED[name][0] == "datetime":
             assert_same_values(got.astype("datetime64[ns]").astype("int64"),
                                expected.astype("datetime64[ns]").astype("int64"), name=name)
         elif EXPECTED[name][0] == "bool" and name == "nullable_bool":
@@ -177,3 +181,31 @@ def test_all_missing_column_of_any_dtype_is_accepted(penguins):
     rows = frame.head(3).assign(sex=np.nan, island=None)
     scored = onegraph.score(model, rows)
     assert scored["sex"].isna().all() and scored["island"].isna().all()
+
+
+@pytest.mark.parametrize("dtype", ["str", "string[pyarrow]", "string[python]", "object", "category"])
+def test_text_in_a_bool_column_is_read_strictly(dtype):
+    """'False' is False, 'no' is refused: text is never turned into True by truthiness."""
+    frame = pd.DataFrame({"flag": np.array([True, False] * 5), "x": np.arange(10.0)})
+    model = onegraph.build(ColumnSelector().fit(frame), None, frame)
+    rows = pd.DataFrame({"flag": pd.Series(["False", "TRUE", "0", "1"], dtype=dtype), "x": [1.0] * 4})
+    assert onegraph.score(model, rows)["flag"].tolist() == [False, True, False, True]
+    bad = pd.DataFrame({"flag": pd.Series(["False", "no"], dtype=dtype), "x": [1.0, 2.0]})
+    with pytest.raises(ColumnTypeError, match="'flag'.*'no' at row 1"):
+        onegraph.score(model, bad)
+    with pytest.raises(ColumnTypeError, match="'flag'.*missing value at row 0"):
+        onegraph.score(model, pd.DataFrame({"flag": [None, True], "x": [1.0, 2.0]}))
+
+
+def test_a_row_given_as_a_series(penguins):
+    frame = penguins.drop(columns="species")
+    model = onegraph.build(ColumnSelector().fit(frame), None, frame)
+    got = onegraph.score(model, frame.iloc[5])
+    assert len(got) == 1 and got["island"].iloc[0] == frame["island"].iloc[5]
+
+
+def test_text_in_numeric_column_names_the_value_and_row():
+    frame = pd.DataFrame({"x": [1.0, 2.0]})
+    model = onegraph.build(ColumnSelector().fit(frame), None, frame)
+    with pytest.raises(ColumnTypeError, match="'x'.*'\\?' at row 1"):
+        onegraph.score(model, pd.DataFrame({"x": pd.Series(["3.5", "?"], dtype="str")}))

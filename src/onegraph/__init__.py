@@ -7,14 +7,18 @@ Main entry points::
     model = onegraph.build(preprocessing, classifier, sample=train_df, path="model.onnx")
     onegraph.score("model.onnx", new_rows)          # -> DataFrame of label / probabilities
     onegraph.parity(preprocessing, classifier, test_df)
+    onegraph.compose(preprocessing, {"lr": lr, "xgb": xgb}, sample=train_df, ensemble="mean")
+
+Attributes are imported on first use (scikit-learn and pandas load only when something needs them).
 """
 
 __version__ = "0.1.0"
 
-from onegraph import errors  # noqa: E402
-from onegraph.export import build  # noqa: E402
-from onegraph.io import load_model, save_model  # noqa: E402
-from onegraph.runtime import Session, score  # noqa: E402
-from onegraph.verify import parity  # noqa: E402
+from onegraph import _lazy, errors  # noqa: E402
 
-__all__ = ["__version__", "build", "score", "parity", "Session", "load_model", "save_model", "errors"]
+__all__ = ["__version__", "build", "compose", "score", "parity", "Session", "load_model", "save_model", "errors"]
+_lazy.exports(__name__, {
+    "build": "onegraph.export.build", "compose": "onegraph.export.compose", "score": "onegraph.runtime.score",
+    "Session": "onegraph.runtime.session", "parity": "onegraph.verify.parity", "load_model": "onegraph.io",
+    "save_model": "onegraph.io",
+})

@@ -53,6 +53,8 @@ CLASS_KEY = "onegraph.class"
 #: Node metadata key holding every enclosing scope, outermost first, as a JSON list of ``[path, class]``
 #: pairs (a pipeline, its column transformer, the step), so a pass can group nested objects.
 SCOPES_KEY = "onegraph.scopes"
+#: Name prefix of the boolean graph outputs flagging rows a step refuses, per kind of check.
+CHECK_PREFIXES = {"unknown_category": "onegraph.check:unknown:", "out_of_range": "onegraph.check:out_of_range:"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,11 +105,16 @@ class GraphBuilder:
             name=name,
         )
         self.functions: dict[tuple[str, str, str], ir.Function] = {}
+        #: metadata entries of the check outputs declared with :meth:`flag`
+        self.checks: list[dict] = []
         self._scope: list[tuple[str, str]] = []
         self._scope_meta: dict[str, str] | None = None
         self._consts: dict[tuple, ir.Value] = {}
         self._derived: dict[tuple, ir.Value] = {}
         self._counter = 0
+        self._body: ir.Graph | None = None
+        #: raised by :func:`~onegraph.export.adapters.onnx_graph.splice` to a spliced graph's newer IR version
+        self.ir_version = IR_VERSION
 
     # -- naming -------------------------------------------------------------------------------
     def unique(self, hint: str) -> str:
@@ -120,6 +127,11 @@ class GraphBuilder:
         """Attribute the nodes added inside the block to ``path`` (the object's full path in the pipeline,
         ``columntransformer.num.standardscaler``) and ``obj``'s class."""
         cls = "" if obj is None else f"{type(obj).__module__}.{type(obj).__qualname__}"
+        outer = self.path
+        if outer and not (path == outer or path.startswith(outer + ".")):
+            # containers pass full paths already; a name given under another scope (a model of a
+            # composition, an ensemble's final estimator) is relative to it
+            path = f"{outer}.{path}" if path else outer
         self._scope.append((path, cls))
         self._scope_meta = None
         try:
@@ -170,7 +182,13 @@ class GraphBuilder:
             metadata_props=meta,
         )
         self._counter += 1
-        self.graph.append(node)
+        if self._body is not None:
+            # values inside Loop / If bodies are named here: ONNX wants names unique across all scopes
+            for value in node.outputs:
+                value.name = self.unique(f"{self._body.name}/{op_type}")
+            self._body.append(node)
+        else:
+            self.graph.append(node)
         if dtype is not None:
             node.outputs[0].dtype = dtype
         return node.outputs[0] if outputs == 1 else tuple(node.outputs)
@@ -194,6 +212,19 @@ class GraphBuilder:
         if key is not None:
             self._consts[key] = value
         return value
+
+    @contextlib.contextmanager
+    def subgraph(self, name: str, inputs: Sequence[ir.Value]) -> Iterator[ir.Graph]:
+        """Nodes added inside the block go into a new graph (the body of a ``Loop`` / ``If`` / ``Scan``)
+        whose inputs are ``inputs``; set its ``outputs`` before leaving. Constants stay initializers of the
+        main graph, which the body reads from the outer scope."""
+        outer, derived = self._body, self._derived
+        body = ir.Graph(inputs=list(inputs), outputs=[], nodes=[], name=self.unique(name))
+        self._body, self._derived = body, {}
+        try:
+            yield body
+        finally:
+            self._body, self._derived = outer, derived
 
     def derived(self, key: tuple, make: Callable[[], ir.Value]) -> ir.Value:
         """Memoise a value computed from others (a cast, a slice) so it is emitted once."""
@@ -225,6 +256,21 @@ class GraphBuilder:
         value.shape = ir.Shape(shape if shape is not None else ["N"])
         self.graph.outputs.append(value)
         return value
+
+    def flag(self, value: ir.Value, kind: str, column: str, **detail: Any) -> None:
+        """Declare the boolean ``[N]`` output ``value`` flagging rows a step refuses.
+
+        ``kind`` is a key of :data:`CHECK_PREFIXES`; :func:`onegraph.score` raises the matching error
+        naming ``column`` and the rows (``detail`` is kept in the model's metadata for the message).
+        """
+        name = CHECK_PREFIXES[kind] + column
+        taken = {o.name for o in self.graph.outputs}
+        base, n = name, 1
+        while name in taken:
+            n += 1
+            name = f"{base}#{n}"
+        self.output(value, name, BOOL)
+        self.checks.append({"name": name, "column": column, "role": "check", "check": kind, **detail})
 
     # -- columns ------------------------------------------------------------------------------
     def vector(self, col: Col) -> ir.Value:
@@ -316,7 +362,7 @@ class GraphBuilder:
 
     # -- result -------------------------------------------------------------------------------
     def to_model(self) -> ir.Model:
-        model = ir.Model(self.graph, ir_version=IR_VERSION, producer_name="onegraph",
+        model = ir.Model(self.graph, ir_version=self.ir_version, producer_name="onegraph",
                          functions=list(self.functions.values()))
         return model
 

@@ -27,6 +27,10 @@ class OnegraphError(Exception):
         super().__init__(f"{message}. {hint}" if hint else message)
 
 
+class ConfigError(OnegraphError, ValueError):
+    """An argument or option has a value onegraph cannot work with."""
+
+
 class DataError(OnegraphError):
     """The data given (a DataFrame, a file of rows, a dict of columns) cannot be used."""
 
@@ -75,6 +79,23 @@ class UnknownCategoryError(DataError):
         self.rows = rows
 
 
+class OutOfRangeError(DataError):
+    """A column holds values outside the range a step of the model was built for (e.g. dates beyond the
+    years its time-zone table covers)."""
+
+    def __init__(self, column: str, values: list, rows: list[int], covers: str = "", hint: str | None = None) -> None:
+        shown = ", ".join(repr(v) for v in values[:5]) + (", ..." if len(values) > 5 else "")
+        within = f"; the model covers {covers}" if covers else ""
+        super().__init__(
+            f"column {column!r}: {len(rows)} row(s) hold values outside the range the model was built for"
+            f"{within} ({shown}{'; ' if shown else ''}first row {rows[0]})",
+            hint=hint or "rebuild the model on data covering these values",
+        )
+        self.column = column
+        self.values = values
+        self.rows = rows
+
+
 class ExportError(OnegraphError):
     """A fitted object cannot be turned into ONNX (unsupported estimator, unfitted object, ...)."""
 
@@ -106,16 +127,30 @@ class GroupingError(PassError):
     """A set of nodes cannot become one function call (not convex, overlapping another group, unknown node)."""
 
 
+class ConversionError(OnegraphError):
+    """A model conversion (opset, float16) was refused or changed the model's values.
+
+    ``report`` holds the per-operator report and the verification table.
+    """
+
+    def __init__(self, message: str, report=None, *, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.report = report
+
+
 __all__ = [
     "OnegraphError",
+    "ConfigError",
     "DataError",
     "MissingColumnError",
     "ColumnTypeError",
     "UnknownCategoryError",
+    "OutOfRangeError",
     "ExportError",
     "ParityError",
     "ModelFileError",
     "RuntimeFailure",
     "PassError",
     "GroupingError",
+    "ConversionError",
 ]

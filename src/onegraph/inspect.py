@@ -23,17 +23,19 @@ def _type(value_info: onnx.ValueInfoProto) -> tuple[str, list]:
     return elem, shape
 
 
-def describe(model: Any) -> dict:
+def describe(model: Any, *, trusted: bool = False) -> dict:
     """A JSON-able description of ``model`` (path, bytes or ModelProto).
 
     Keys: ``inputs`` (one dict per column: name, kind, onnx_type, source_dtype, tz, missing),
     ``outputs`` (name, role, type, shape, classes), ``metadata`` (onegraph's typed fields and every other
     key), ``opsets``, ``nodes``, ``initializers``.
 
+    ``trusted`` skips the isolated pre-parse (:func:`onegraph.io.load_model`).
+
     Raises :class:`~onegraph.errors.ModelFileError` for an unreadable model and
     :class:`~onegraph.meta.MetadataError` for malformed onegraph metadata.
     """
-    proto = load_model(model)
+    proto = load_model(model, trusted=trusted)
     fields, others = meta.decode({p.key: p.value for p in proto.metadata_props})
     graph_inputs = {i.name: i for i in proto.graph.input}
     if "inputs" in fields:

@@ -23,20 +23,44 @@ from onegraph.errors import DataError, ModelFileError, OnegraphError
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; on success rename it to ``path`` (atomic on POSIX)."""
-    target = Path(path)
-    folder = target.parent if str(target.parent) else Path(".")
-    if not folder.is_dir():
-        raise OnegraphError(f"cannot write {target}: folder {folder} does not exist",
-                            hint="create the folder first")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    target, folder = check_output_path(path)
+    # the file keeps the mode it had, or gets the one a plain open() would give (mkstemp makes 0600)
+    try:
+        mode = target.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    except OSError as exc:
+        raise OnegraphError(f"cannot write {target}: {exc.strerror}") from None
     os.close(fd)
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        os.chmod(tmp_path, mode)
         os.replace(tmp_path, target)
+    except OSError as exc:
+        raise OnegraphError(f"cannot write {target}: {exc.strerror}") from None
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
+
+
+def check_output_path(path: str | os.PathLike) -> tuple[Path, Path]:
+    """The file and folder ``path`` names, or :class:`OnegraphError` if no file can be written there
+    (empty, a folder, a missing folder). Commands call it before long work, not only when writing."""
+    if not str(path).strip():
+        raise OnegraphError("no output path given", hint="give a file name, e.g. -o model.onnx")
+    target = Path(path)
+    if target.is_dir() or str(path).endswith(os.sep):
+        raise OnegraphError(f"cannot write {target}: it is a folder", hint="give a file name inside it")
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise OnegraphError(f"cannot write {target}: folder {folder} does not exist",
+                            hint="create the folder first")
+    return target, folder
 
 
 def write_bytes(path: str | os.PathLike, data: bytes) -> None:
@@ -80,11 +104,52 @@ def model_bytes(model: Any) -> bytes:
                          hint="give a path to a .onnx file, its bytes, or an onnx.ModelProto")
 
 
-def load_model(model: Any) -> onnx.ModelProto:
-    """Parse a model (path, bytes, ModelProto) into an ``onnx.ModelProto``; errors name the file."""
+def read_model(model: Any, *, trusted: bool = False, purpose: str = "parse") -> Any:
+    """The one loader every onegraph reader goes through: the model's bytes, pre-checked.
+
+    Parameters
+    ----------
+    model:
+        Path to a ``.onnx`` file, its bytes, an ``onnx.ModelProto`` or an ``onnx_ir.Model``.
+    trusted:
+        Skip the pre-check (for files you made or trust): the bytes go straight to the caller.
+    purpose:
+        What the caller does next: ``parse`` (parse the protobuf) or ``run`` (open an onnxruntime session).
+        The pre-check runs the matching stages of :func:`onegraph.verify.check.check` in an isolated
+        process, once per content and folder (see :mod:`onegraph.verify.guard`).
+
+    Returns
+    -------
+    onegraph.verify.check.Source
+        ``data`` (the bytes), ``folder`` (the file's folder, for external data; None for bytes) and
+        ``label`` (how errors name the model).
+
+    Raises
+    ------
+    ModelFileError
+        for a missing or unreadable file; :class:`~onegraph.verify.guard.UnsafeModelError` (a
+        ``ModelFileError``) naming the first error finding of the pre-check.
+    """
+    from onegraph.verify.check import Source
+    from onegraph.verify.guard import ensure_safe
+
+    data = model_bytes(model)
+    folder = str(Path(model).resolve().parent) if isinstance(model, (str, os.PathLike)) else None
+    label = _label(model)
+    if not trusted:
+        ensure_safe(data, folder=folder, label=label, purpose=purpose)
+    return Source(data, folder, label)
+
+
+def load_model(model: Any, *, trusted: bool = False) -> onnx.ModelProto:
+    """Parse a model (path, bytes, ModelProto) into an ``onnx.ModelProto``; errors name the file.
+
+    Unless ``trusted``, the bytes are first parsed in an isolated process (:func:`read_model`), so a file
+    that would crash the protobuf parser raises :class:`~onegraph.errors.ModelFileError` instead.
+    """
     if isinstance(model, onnx.ModelProto):
         return model
-    data = model_bytes(model)
+    data = read_model(model, trusted=trusted, purpose="parse").data
     proto = onnx.ModelProto()
     try:
         proto.ParseFromString(data)
@@ -116,17 +181,38 @@ def read_table(path: str | os.PathLike, *, dtypes: dict[str, str] | None = None)
     p = Path(path)
     if not p.exists():
         raise DataError(f"data file {p} does not exist", hint="check the path")
-    suffix = p.suffix.lower()
+    if p.is_dir():
+        raise DataError(f"{p} is a folder, not a data file", hint="give a .csv or .parquet file")
+    suffixes = [x.lower() for x in p.suffixes]
+    compressed = bool(suffixes) and suffixes[-1] in _COMPRESSIONS
+    suffix = (suffixes[-2] if compressed and len(suffixes) > 1 else p.suffix.lower()) if suffixes else ""
     try:
-        if suffix in (".parquet", ".pq"):
+        if suffix in (".parquet", ".pq") and not compressed:
             return pd.read_parquet(p)
         if suffix in (".csv", ".txt", ".tsv"):
-            return _read_csv(p, dtypes or {}, sep="\t" if suffix == ".tsv" else ",")
+            sep = "\t" if suffix == ".tsv" else (None if compressed else _sniff_delimiter(p))
+            return _read_csv(p, dtypes or {}, sep=sep or ",")
     except OnegraphError:
         raise
     except Exception as exc:  # pandas / pyarrow raise many types for malformed files
         raise DataError(f"cannot read data file {p}: {exc}", hint="check that it is a valid CSV or Parquet file") from None
-    raise DataError(f"data file {p}: unknown format {suffix or '(no extension)'}", hint="use a .csv or .parquet file")
+    raise DataError(f"data file {p}: unknown format {''.join(suffixes) or '(no extension)'}",
+                    hint="use a .csv (optionally .gz, .bz2, .zip, .xz, .zst) or .parquet file")
+
+
+_COMPRESSIONS = (".gz", ".bz2", ".zip", ".xz", ".zst")
+
+
+def _sniff_delimiter(p: Path) -> str | None:
+    """The field separator of a text table (comma, semicolon, tab or pipe), from its first 64 KiB."""
+    import csv
+
+    with open(p, newline="", errors="replace") as f:
+        sample = f.read(65536)
+    try:
+        return csv.Sniffer().sniff(sample, delimiters=",;\t|").delimiter
+    except csv.Error:
+        return None
 
 
 def _read_csv(p: Path, kinds: dict[str, str], sep: str) -> pd.DataFrame:

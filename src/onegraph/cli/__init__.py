@@ -16,6 +16,11 @@ from onegraph.errors import OnegraphError
 COMMAND_MODULES = [
     "onegraph.cli.core",
     "onegraph.cli.functions",
+    "onegraph.cli.convert",
+    "onegraph.cli.check",
+    "onegraph.cli.meta",
+    "onegraph.cli.stats",
+    "onegraph.cli.compose",
 ]
 
 for _module in COMMAND_MODULES:

@@ -28,6 +28,7 @@ def quickstart(
 
     import onegraph
     from onegraph.datasets import load_penguins, penguins_path
+    from onegraph.runtime import cached_session
     from onegraph.frame import OneHotEncoder, SimpleImputer, StandardScaler
 
     df = load_penguins()
@@ -45,7 +46,7 @@ def quickstart(
     out.print(f"data      {penguins_path()} ({len(df)} rows; {len(train)} to fit, {len(test)} to check)")
     onegraph.build(pipeline, None, train, path=output)
     model_bytes = output.stat().st_size
-    inputs = onegraph.runtime.cached_session(output).input_names
+    inputs = cached_session(output).input_names
     out.print(f"model     {output} ({model_bytes / 1024:.1f} KiB): inputs {', '.join(inputs)}; "
               "outputs label, probabilities")
     report = onegraph.parity(pipeline, None, test, onnx_model=output)
@@ -81,9 +82,12 @@ def build(
     data: Annotated[Path, typer.Argument(help="Training data: a CSV or Parquet file.")],
     target: Annotated[str, typer.Option("--target", "-t", help="Column to predict.")],
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the model (.onnx).")],
-    model: Annotated[str, typer.Option("--model", "-m", help="logistic, linear, ridge, random_forest, "
-                                       "extra_trees, decision_tree, gradient_boosting, hist_gradient_boosting.")
-                     ] = "auto",
+    model: Annotated[Optional[list[str]], typer.Option(
+        "--model", "-m", help="logistic, linear, ridge, random_forest, extra_trees, decision_tree, gradient_boosting, "
+        "hist_gradient_boosting; repeat for several models in one artifact.")] = None,
+    ensemble: Annotated[Optional[str], typer.Option(
+        help="Combine several models: mean, weighted, vote (classification) or stacking.")] = None,
+    weights: Annotated[Optional[str], typer.Option(help="Weights of --ensemble weighted / vote, e.g. 1,3.")] = None,
     task: Annotated[str, typer.Option(help="classification, regression or auto (from the target).")] = "auto",
     test_size: Annotated[float, typer.Option(help="Fraction of rows held out to check the model.")] = 0.2,
     seed: Annotated[int, typer.Option(help="Random seed for the split and the model.")] = 0,
@@ -93,8 +97,13 @@ def build(
 
     import onegraph
     from onegraph.export import auto
-    from onegraph.io import read_table
+    from onegraph.io import check_output_path, read_table
 
+    check_output_path(output)
+    if not 0 < test_size < 1:
+        raise OnegraphError(f"--test-size {test_size} is not a fraction", hint="give a number between 0 and 1, e.g. 0.2")
+    if seed < 0:
+        raise OnegraphError(f"--seed {seed} is negative", hint="give a seed between 0 and 2**32 - 1")
     frame = read_table(data)
     if target not in frame.columns:
         raise OnegraphError(f"target column {target!r} is not in {data}",
@@ -103,24 +112,30 @@ def build(
     if len(frame) < 10:
         raise OnegraphError(f"{data} has {len(frame)} rows with a target value; at least 10 are needed")
     y = frame.pop(target)
-    if task == "auto":
-        task = auto.infer_task(y)
-    if task not in ("classification", "regression"):
-        raise OnegraphError(f"unknown task {task!r}", hint="use classification, regression or auto")
-    name = model if model != "auto" else ("logistic" if task == "classification" else "ridge")
+    task = auto.check_task(y, task)
+    frame = auto.prepare(frame)
+    names = [m for m in (model or []) if m != "auto"] or ["logistic" if task == "classification" else "ridge"]
     plan = auto.plan(frame)
-    estimator = auto.make_model(name, task, seed)
     stratify = y if task == "classification" and y.value_counts().min() >= 2 else None
     train, test, y_train, y_test = train_test_split(frame, y, test_size=test_size, random_state=seed,
                                                     stratify=stratify)
     for column, why in plan.skipped.items():
         err.print(f"note: column {column!r} left out: {why}")
+    if len(names) > 1 or ensemble:
+        from onegraph.cli.compose import build_several
+
+        build_several(plan, names, task, seed, (train, test, y_train, y_test), output, ensemble, weights)
+        return
+    estimator = auto.make_model(names[0], task, seed)
     err.print(f"fitting {type(estimator).__name__} ({task}) on {len(train)} rows: "
-              f"{len(plan.numeric)} numeric, {len(plan.text)} categorical columns")
+              f"{len(plan.numeric)} numeric, {len(plan.text)} categorical, {len(plan.dates)} date columns")
     from sklearn.pipeline import Pipeline
 
-    pipeline = Pipeline([("preprocess", plan.preprocessing), ("model", estimator)]).fit(train, y_train)
-    onegraph.build(pipeline, None, train, path=output)
+    try:
+        pipeline = Pipeline([("preprocess", plan.preprocessing), ("model", estimator)]).fit(train, y_train)
+    except (ValueError, TypeError) as exc:  # scikit-learn's own complaints about the data
+        raise OnegraphError(f"fitting {type(estimator).__name__} on {data} failed: {exc}") from None
+    onegraph.build(pipeline, None, train, path=output, metadata={"training_data": {"name": data.name}})
     report = onegraph.parity(pipeline, None, test, onnx_model=output)
     quality = pipeline.score(test, y_test)
     metric = "accuracy" if task == "classification" else "R^2"
@@ -142,17 +157,20 @@ def score(
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the scores (.csv or .parquet).")],
     keep: Annotated[Optional[list[str]], typer.Option(help="Input column to copy into the output (repeatable).")
                     ] = None,
+    trusted: Annotated[bool, typer.Option("--trusted", help="Skip the isolated pre-check of MODEL.")] = False,
 ) -> None:
     """Score DATA with MODEL and write one row of outputs per input row, in order."""
-    import onegraph
-    from onegraph.io import read_table, write_table
+    from onegraph.io import check_output_path, read_table, write_table
+    from onegraph.runtime import cached_session
 
-    session = onegraph.runtime.cached_session(model)
+    check_output_path(output)
+    session = cached_session(model, trusted=trusted)
     frame = read_table(data, dtypes={s.name: s.kind for s in session.inputs})
     start = time.perf_counter()
     scores = session.score(frame)
     elapsed = time.perf_counter() - start
     if keep:
+        keep = list(dict.fromkeys(keep))
         missing = [k for k in keep if k not in frame.columns]
         if missing:
             raise OnegraphError(f"--keep column {missing[0]!r} is not in {data}")
@@ -168,11 +186,12 @@ def score(
 def show(
     model: Annotated[Path, typer.Argument(help="An ONNX model.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+    trusted: Annotated[bool, typer.Option("--trusted", help="Skip the isolated pre-parse of MODEL.")] = False,
 ) -> None:
     """Print a model's inputs (with their column types), outputs and metadata."""
     from onegraph.inspect import describe
 
-    info = describe(model)
+    info = describe(model, trusted=trusted)
     if as_json:
         out.print_json(json.dumps(info, default=str))
         return

@@ -6,7 +6,11 @@ Per column kind (see :mod:`onegraph.frame.schema`):
   standard scaling;
 * text and categories: missing values become their own category, then one-hot encoding of the 20 most
   frequent categories (the rest grouped as "infrequent"; categories unseen in fit count as infrequent);
-* datetimes and durations are left out (a note says so).
+* datetimes, and text columns whose values (95% or more of those present) are ISO-8601 dates, such as a
+  CSV's date column: calendar parts (year, month, day, day of week, day of year; hour and minute when
+  some value has a time of day) with :class:`~onegraph.frame.DateParts`, computed in the column's own
+  time zone and parsed in the graph for text; then median imputation (missing dates) and scaling;
+* durations are left out (a note says so).
 
 Columns whose values are all distinct text (identifiers, free text) are left out too.
 """
@@ -14,14 +18,17 @@ Columns whose values are all distinct text (identifiers, free text) are left out
 from __future__ import annotations
 
 import dataclasses
+import re
 
+import numpy as np
 import pandas as pd
 from sklearn.compose import ColumnTransformer
 from sklearn.pipeline import Pipeline
 
 from onegraph.errors import ColumnTypeError, DataError, ExportError
-from onegraph.frame.schema import spec_for
-from onegraph.frame.transformers import OneHotEncoder, SimpleImputer, StandardScaler
+from onegraph.frame.dateparse import date_format, parse_pandas
+from onegraph.frame.schema import NA_INT64, spec_for, to_feed
+from onegraph.frame.transformers import DateParts, OneHotEncoder, SimpleImputer, StandardScaler
 
 CLASSIFIERS = {
     "logistic": ("sklearn.linear_model", "LogisticRegression", {"max_iter": 2000}),
@@ -32,7 +39,7 @@ CLASSIFIERS = {
     "extra_trees": ("sklearn.ensemble", "ExtraTreesClassifier", {"n_estimators": 100}),
 }
 REGRESSORS = {
-    "linear": ("sklearn.linear_model", "Ridge", {"alpha": 1e-6}),
+    "linear": ("sklearn.linear_model", "LinearRegression", {}),
     "ridge": ("sklearn.linear_model", "Ridge", {}),
     "random_forest": ("sklearn.ensemble", "RandomForestRegressor", {"n_estimators": 100}),
     "gradient_boosting": ("sklearn.ensemble", "GradientBoostingRegressor", {}),
@@ -51,6 +58,7 @@ class Plan:
     numeric: list[str]
     text: list[str]
     skipped: dict[str, str]
+    dates: list[str] = dataclasses.field(default_factory=list)
 
 
 def infer_task(target: pd.Series) -> str:
@@ -66,24 +74,119 @@ def infer_task(target: pd.Series) -> str:
                           hint="choose a numeric or categorical target")
 
 
-def plan(frame: pd.DataFrame) -> Plan:
-    """The preprocessing for the feature columns of ``frame``."""
-    numeric, text, skipped = [], [], {}
+def check_task(target: pd.Series, task: str) -> str:
+    """The task for ``target``: ``task`` checked against the values, or inferred when ``"auto"``.
+
+    Raises :class:`~onegraph.errors.DataError` for a single-class target, or regression on text.
+    """
+    if task == "auto":
+        task = infer_task(target)
+    if task not in ("classification", "regression"):
+        raise DataError(f"unknown task {task!r}", hint="use classification, regression or auto")
+    if task == "classification" and target.nunique(dropna=True) < 2:
+        raise DataError(f"target column {target.name!r} has a single class ({target.dropna().iloc[0]!r})",
+                        hint="a classifier needs at least two classes in the data")
+    if task == "regression" and spec_for(str(target.name), target).kind not in ("float", "int", "bool"):
+        raise DataError(f"target column {target.name!r} holds {spec_for(str(target.name), target).kind} values; "
+                        "regression needs numbers", hint="use --task classification")
+    return task
+
+
+def prepare(frame: pd.DataFrame) -> pd.DataFrame:
+    """Columns as automatic preprocessing wants them: bool columns become nullable (so the model accepts
+    missing values when scoring); infinities are refused, naming the column."""
+    out = frame.copy()
     for c in frame.columns:
         spec = spec_for(str(c), frame[c])
-        if spec.kind in ("float", "int", "bool"):
-            numeric.append(str(c))
+        if spec.kind == "bool" and spec.onnx_type == "bool":
+            out[c] = frame[c].astype("boolean")
+        if spec.kind == "float" and np.isinf(frame[c].to_numpy(dtype=float, na_value=np.nan)).any():
+            raise ColumnTypeError(str(c), "holds infinite values", hint="replace them (e.g. with NaN) before building")
+    return out
+
+
+_INDEX_COLUMN = re.compile(r"^Unnamed: \d+$")
+
+
+def _leave_out(name: str, values: pd.Series, kind: str) -> str | None:
+    """Why a column makes a poor feature, or None."""
+    present = values.dropna()
+    if present.empty:
+        return "every value is missing"
+    if present.nunique() == 1 and len(present) == len(values):
+        return "a single value"
+    if _INDEX_COLUMN.match(name):
+        return "a written DataFrame index"
+    distinct = len(present) > 20 and present.nunique() == len(present)
+    if distinct and kind == "string":
+        return "all values distinct (an identifier or free text)"
+    if distinct and kind == "int" and (present.is_monotonic_increasing or present.is_monotonic_decreasing):
+        return "all values distinct and ordered (a row number or identifier)"
+    return None
+
+
+#: share of the present values of a text column that must be ISO-8601 dates for it to be read as dates
+DATE_SHARE = 0.95
+
+
+def _date_nanoseconds(frame: pd.DataFrame, column: str) -> np.ndarray | None:
+    """The column as int64 nanoseconds when it holds datetimes or date text, else None."""
+    spec = spec_for(column, frame[column])
+    if spec.kind == "datetime":
+        return to_feed(spec, frame[column])
+    if spec.kind != "string":
+        return None
+    values = frame[column].dropna()
+    if len(values) == 0:
+        return None
+    iso = date_format(None)
+    sample = np.asarray(values.iloc[:1000].astype(str), dtype=object)  # most columns are told apart here
+    if iso.matches(sample).mean() < DATE_SHARE:
+        return None
+    texts = np.asarray(values.astype(str), dtype=object)
+    if iso.matches(texts).mean() < DATE_SHARE:
+        return None
+    return parse_pandas(texts, iso)
+
+
+def _date_parts(ns: list[np.ndarray]) -> list[str]:
+    parts = ["year", "month", "day", "dayofweek", "dayofyear"]
+    seen = np.concatenate([v[v != NA_INT64] for v in ns]) if ns else np.array([], np.int64)
+    if seen.size and np.any(seen % 86_400_000_000_000 != 0):
+        parts += ["hour", "minute"]
+    return parts
+
+
+def plan(frame: pd.DataFrame) -> Plan:
+    """The preprocessing for the feature columns of ``frame``."""
+    numeric, text, dates, skipped = [], [], [], {}
+    date_values = []
+    for c in frame.columns:
+        spec = spec_for(str(c), frame[c])
+        ns = _date_nanoseconds(frame, str(c)) if spec.kind in ("datetime", "string") else None
+        # dates are often all distinct: only the empty / constant rules apply to them
+        why = _leave_out(str(c), frame[c], "datetime" if ns is not None else spec.kind)
+        if why is None and ns is None and spec.kind not in ("float", "int", "bool", "string"):
+            why = f"{spec.kind} columns are not used by automatic preprocessing"
+        if why is not None:
+            skipped[str(c)] = why
+        elif ns is not None:
+            dates.append(str(c))
+            date_values.append(ns)
         elif spec.kind == "string":
-            values = frame[c].dropna()
-            if len(values) > 20 and values.nunique() == len(values):
-                skipped[str(c)] = "all values distinct (an identifier or free text)"
-            else:
-                text.append(str(c))
+            text.append(str(c))
         else:
-            skipped[str(c)] = f"{spec.kind} columns are not used by automatic preprocessing"
-    if not numeric and not text:
+            numeric.append(str(c))
+    if not numeric and not text and not dates:
         raise DataError("no usable feature column", hint="give numeric or categorical columns besides the target")
     steps = []
+    if dates:
+        # wall-clock parts of naive / text columns are taken as UTC; tz-aware columns use their own zone
+        steps.append(("date", Pipeline([
+            ("parts", DateParts(_date_parts(date_values))),
+            ("impute", SimpleImputer(strategy="median", add_indicator=any((v == NA_INT64).any() for v in date_values))),
+            ("scale", StandardScaler()),
+        ]), dates))
     if numeric:
         with_gaps = [c for c in numeric if frame[c].isna().any()]
         steps.append(("num", Pipeline([
@@ -95,7 +198,7 @@ def plan(frame: pd.DataFrame) -> Plan:
             ("impute", SimpleImputer(strategy="constant", fill_value="(missing)")),
             ("onehot", OneHotEncoder(handle_unknown="infrequent_if_exist", max_categories=20)),
         ]), text))
-    return Plan(ColumnTransformer(steps, remainder="drop"), numeric, text, skipped)
+    return Plan(ColumnTransformer(steps, remainder="drop"), numeric, text, skipped, dates)
 
 
 def make_model(name: str, task: str, seed: int):

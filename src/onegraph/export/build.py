@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -16,10 +17,11 @@ from sklearn.pipeline import Pipeline
 import onegraph
 from onegraph.emit import BOOL, DOUBLE, FLOAT, INT64, STRING, Col, GraphBuilder
 from onegraph.errors import ExportError, MissingColumnError, ParityError
+from onegraph.export.adapters.contract import qualified_name
 from onegraph.frame.data import as_pandas
 from onegraph.frame.schema import ColumnSpec, spec_for
-from onegraph.frame.transformers.categorical import CHECK_UNKNOWN
 from onegraph.meta import schema as meta
+from onegraph.verify import guard
 
 _INPUT_TYPES = {"double": DOUBLE, "float": FLOAT, "int64": INT64, "bool": BOOL, "string": STRING}
 
@@ -59,7 +61,7 @@ def input_columns(preprocessing: Any, model: Any, frame: pd.DataFrame) -> list[s
 
 def build(preprocessing: Any, model: Any = None, sample: Any = None, *, path: str | os.PathLike | None = None,
           check_parity: bool = True, rtol: float = 1e-6, atol: float = 1e-12, name: str = "onegraph",
-          functions: bool = True) -> onnx.ModelProto:
+          metadata: Mapping[str, Any] | None = None, functions: bool = True) -> onnx.ModelProto:
     """Turn a fitted preprocessing and a fitted model into one ONNX model, verified on ``sample``.
 
     Parameters
@@ -80,6 +82,12 @@ def build(preprocessing: Any, model: Any = None, sample: Any = None, *, path: st
     check_parity, rtol, atol:
         Run the source objects and the graph on ``sample`` and refuse a model whose outputs differ
         (labels must be identical; numbers within ``atol + rtol * |expected|``).
+    metadata:
+        Fields of :mod:`onegraph.meta.schema` to record (``author``, ``license``, ``intended_use``,
+        ``lineage``, ``training_data`` name...), over the ones build fills: ``created_at``, ``producer``,
+        ``source_library``, ``training_algorithm``, ``hyperparameters`` (``get_params``), ``training_data``
+        (rows, columns and content hash of ``sample``, taken to be the training data), ``inputs``,
+        ``outputs``, ``precision``. Dict fields are merged key by key.
     functions:
         Emit each step (transformer, model) as a call of a model-local function named after it (domain
         ``onegraph.frame`` for onegraph's transformers, ``sklearn.preprocessing`` ... for scikit-learn's;
@@ -101,9 +109,15 @@ def build(preprocessing: Any, model: Any = None, sample: Any = None, *, path: st
         when ``sample`` lacks a column the preprocessing was fitted on.
     ParityError
         when the graph's outputs differ from the source objects' on ``sample`` (naming the output).
+    MetadataError
+        for a ``metadata`` value that does not follow the schema (naming the key).
     """
     if sample is None:
         raise ExportError("build needs a sample of the input rows", hint="pass sample=<a DataFrame of inputs>")
+    for what, obj in (("preprocessing", preprocessing), ("model", model)):
+        if obj is not None and not hasattr(obj, "get_params"):
+            raise ExportError(f"{what} must be a fitted scikit-learn-compatible object, not a {type(obj).__name__}",
+                              hint="pass the fitted transformer / pipeline / estimator itself")
     preprocessing, model = split_pipeline(preprocessing, model)
     if preprocessing is None and model is None:
         raise ExportError("nothing to build: both preprocessing and model are None")
@@ -111,6 +125,9 @@ def build(preprocessing: Any, model: Any = None, sample: Any = None, *, path: st
     if len(frame) == 0:
         raise ExportError("the sample has no rows", hint="give at least one row (more make a better parity check)")
     names = input_columns(preprocessing, model, frame)
+    if "" in names:
+        raise ExportError("a column has an empty name, which an ONNX graph input cannot have",
+                          hint="rename it (e.g. frame.rename(columns={'': 'unnamed'})) and fit again")
     specs = [spec_for(n, frame[_column_key(frame, n)]) for n in names]
 
     ir_model, specs, outputs = _emit(preprocessing, model, specs, name)
@@ -118,7 +135,9 @@ def build(preprocessing: Any, model: Any = None, sample: Any = None, *, path: st
         from onegraph.passes import group_steps
 
         group_steps(ir_model)
-    proto = _finish(ir_model, specs, outputs, model)
+    trained = _training_metadata(preprocessing, model, frame[[_column_key(frame, n) for n in names]])
+    proto = _finish(ir_model, specs, outputs, model, trained, metadata or {})
+    guard.trust(proto.SerializeToString())  # made and checked here: opening it needs no pre-check
     if check_parity:
         from onegraph.verify.parity import parity
 
@@ -149,12 +168,14 @@ def _emit(preprocessing: Any, model: Any, specs: list[ColumnSpec], name: str):
     g = GraphBuilder(name)
     cols = [Col(s.name, s.kind, g.input(s.name, _INPUT_TYPES[s.onnx_type]), _INPUT_TYPES[s.onnx_type]) for s in specs]
     input_names = {s.name for s in specs}
+    zones = {s.name: s.tz for s in specs if s.tz}
     if preprocessing is not None:
         cols = emit_step(preprocessing, g, cols, step_name(preprocessing))
         if not cols:
             raise ExportError("the preprocessing outputs no column", hint="check its column selection")
     outputs: list[dict] = []
     if model is not None:
+        _check_model_inputs(model, cols)
         x = g.matrix(cols, DOUBLE)
         with g.scope(step_name(model), model):
             result = emit_model(model, g, x)
@@ -176,15 +197,29 @@ def _emit(preprocessing: Any, model: Any, specs: list[ColumnSpec], name: str):
                 g.graph.outputs.append(value)
             else:
                 g.output(value, out_name, c.dtype)
-            outputs.append({"name": out_name, "column": c.name, "role": "feature", "kind": c.kind})
-    for out in g.graph.outputs:
-        if out.name.startswith(CHECK_UNKNOWN):
-            outputs.append({"name": out.name, "column": out.name[len(CHECK_UNKNOWN):], "role": "check",
-                            "check": "unknown_category"})
+            entry = {"name": out_name, "column": c.name, "role": "feature", "kind": c.kind}
+            if c.kind == "datetime" and zones.get(c.name):
+                entry["tz"] = zones[c.name]  # scored back as tz-aware datetimes
+            outputs.append(entry)
+    outputs.extend(g.checks)
     ir_model = g.to_model()
     _clean(ir_model)
     used = {v.name for v in ir_model.graph.inputs}
     return ir_model, [s for s in specs if s.name in used], outputs
+
+
+def _check_model_inputs(model: Any, cols: list[Col]) -> None:
+    """A model takes a matrix of numbers: say which columns are not, and what to do."""
+    bad = [c for c in cols if c.kind in ("string", "datetime", "timedelta")]
+    if not bad:
+        return
+    names = ", ".join(repr(c.name) for c in bad[:5]) + (" ..." if len(bad) > 5 else "")
+    if getattr(model, "_preprocessor", None) is not None or getattr(model, "categorical_features", None) not in (
+            None, "from_dtype"):
+        raise ExportError(f"{type(model).__name__} uses native categorical features ({names}), which cannot be "
+                          "exported yet", hint="one-hot or ordinal-encode those columns before the model")
+    raise ExportError(f"{type(model).__name__} takes numbers, but {bad[0].kind} column(s) {names} reach it",
+                      hint="encode them before the model (onegraph.frame.OneHotEncoder, OrdinalEncoder, DateParts)")
 
 
 def _output_name(name: str, taken: set[str]) -> str:
@@ -211,19 +246,42 @@ def _clean(model: ir.Model) -> None:
     TopologicalSortPass()(model)
 
 
-def _finish(ir_model: ir.Model, specs: list[ColumnSpec], outputs: list[dict], model: Any) -> onnx.ModelProto:
+def _training_metadata(preprocessing: Any, model: Any, frame: pd.DataFrame) -> dict[str, Any]:
+    """The fields of the metadata schema build knows from the source objects and the sample."""
+    from onegraph.meta.model import jsonable_params, source_library, table_hash
+
+    source = model if model is not None else preprocessing
+    fields: dict[str, Any] = {"source_library": source_library(source) or f"scikit-learn {sklearn.__version__}"}
+    data: dict[str, Any] = {"rows": len(frame), "columns": [str(c) for c in frame.columns]}
+    try:
+        data["content_hash"] = table_hash(frame)
+    except TypeError:  # unhashable cells (lists, dicts): the rows and columns still say what was used
+        pass
+    fields["training_data"] = data
+    if model is not None:
+        fields["training_algorithm"] = qualified_name(model)
+        fields["hyperparameters"] = jsonable_params(model)
+    return fields
+
+
+def _finish(ir_model: ir.Model, specs: list[ColumnSpec], outputs: list[dict], model: Any,
+            trained: dict[str, Any], given: Mapping[str, Any]) -> onnx.ModelProto:
+    from onegraph.meta.model import dtypes_in_use
+
     ir_model.producer_name = "onegraph"
     ir_model.producer_version = onegraph.__version__
     fields = {
         "meta_version": meta.SCHEMA_VERSION,
         "created_at": meta.now_rfc3339(),
         "producer": f"onegraph {onegraph.__version__}",
-        "source_library": f"scikit-learn {sklearn.__version__}",
+        **trained,
         "inputs": [s.to_dict() for s in specs],
         "outputs": [_jsonable(o) for o in outputs],
+        "precision": {"dtypes": dtypes_in_use(ir.to_proto(ir_model))},
     }
-    if model is not None:
-        fields["training_algorithm"] = qualified_name(model)
+    for key, value in given.items():
+        merged = isinstance(fields.get(key), dict) and isinstance(value, Mapping)
+        fields[key] = {**fields[key], **value} if merged else value
     ir_model.metadata_props.update(meta.encode(fields))
     proto = ir.to_proto(ir_model)
     try:
@@ -232,12 +290,6 @@ def _finish(ir_model: ir.Model, specs: list[ColumnSpec], outputs: list[dict], mo
         raise ExportError(f"the built graph does not pass the ONNX checker: {exc}",
                           hint="report this pipeline to onegraph") from None
     return proto
-
-
-def qualified_name(obj: Any) -> str:
-    """``sklearn.linear_model.LogisticRegression``: the public module path (private parts dropped)."""
-    module = ".".join(p for p in type(obj).__module__.split(".") if not p.startswith("_"))
-    return f"{module}.{type(obj).__qualname__}"
 
 
 def _jsonable(entry: dict) -> dict:

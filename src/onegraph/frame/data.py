@@ -30,6 +30,8 @@ def as_pandas(data: Any) -> pd.DataFrame:
     """
     if isinstance(data, pd.DataFrame):
         return data
+    if isinstance(data, pd.Series):  # one row, as df.iloc[i] gives it
+        return data.to_frame().T.infer_objects()
     if isinstance(data, Mapping):
         return _dict_frame(data)
     if isinstance(data, Sequence) and not isinstance(data, (str, bytes)) and (
@@ -79,6 +81,8 @@ def column_reader(data: Any) -> tuple[int, list[str], ColumnGetter]:
     """
     if isinstance(data, pd.DataFrame):
         return _pandas_reader(data)
+    if isinstance(data, pd.Series):  # one row, as df.iloc[i] gives it: index = column names
+        return _mapping_reader(data.to_dict())
     if isinstance(data, Mapping):
         return _mapping_reader(data)
     if isinstance(data, Sequence) and not isinstance(data, (str, bytes)) and (

@@ -214,6 +214,10 @@ _EXACT = {"double": np.dtype(np.float64), "float": np.dtype(np.float32), "int64"
           "bool": np.dtype(np.bool_)}
 
 
+#: classes of pandas arrays seen to hold only strings (pandas' Arrow-backed "str" / "string" arrays)
+_STRING_ARRAYS: set[type] = set()
+
+
 def _fast_feed(spec: ColumnSpec, values: Any) -> np.ndarray | None:
     """The common cases of scoring, without dispatch: a 1-D array already of the input's type, or a
     few values of text (single-row scoring). None when the general path is needed."""
@@ -227,10 +231,16 @@ def _fast_feed(spec: ColumnSpec, values: Any) -> np.ndarray | None:
         if values.dtype == object and len(values) <= 16:
             return _small_texts(values)
         return None
-    if spec.onnx_type == "string" and len(values) <= 16:
+    if spec.onnx_type == "string":
         pa_array = getattr(values, "_pa_array", None)  # pandas' Arrow-backed string arrays
-        if pa_array is not None and _is_string_dtype(values.dtype):
-            return _small_texts(pa_array.to_pylist())
+        if pa_array is None or len(pa_array) > 16:
+            return None
+        if t not in _STRING_ARRAYS:
+            if not (isinstance(values.dtype, pd.StringDtype) and values.dtype.storage == "pyarrow"):
+                return None
+            _STRING_ARRAYS.add(t)
+        # one chunk (the usual case) converts in half the time of the chunked array
+        return _small_texts(pa_array.chunk(0).to_pylist() if pa_array.num_chunks == 1 else pa_array.to_pylist())
     return None
 
 
@@ -277,6 +287,46 @@ def single_row_feeds(specs: Sequence[ColumnSpec], record: dict) -> dict[str, np.
             feeds[spec.name] = np.array([v])
         else:
             return None
+    return feeds
+
+
+_NAMES: dict[int, tuple[pd.Index, list]] = {}
+
+
+def _column_names(columns: pd.Index) -> list:
+    """``columns`` as a list, remembered for the last few Index objects: rows taken from one DataFrame
+    share its Index, and converting pandas' Arrow-backed Index costs more than scoring a row."""
+    entry = _NAMES.get(id(columns))
+    if entry is not None and entry[0] is columns:
+        return entry[1]
+    names = columns.tolist()
+    if len(_NAMES) >= 8:
+        _NAMES.pop(next(iter(_NAMES)))
+    _NAMES[id(columns)] = (columns, names)  # holds the Index, so its id is not reused while cached
+    return names
+
+
+def small_frame_feeds(specs: Sequence[ColumnSpec], frame: pd.DataFrame) -> dict[str, np.ndarray] | None:
+    """Feeds for a pandas DataFrame of a few rows (single-row scoring), reading its column arrays straight
+    from its blocks; None when some column needs the general path (which also reports errors)."""
+    try:
+        columns = _column_names(frame.columns)
+        arrays: dict[Any, Any] = {}
+        for block in frame._mgr.blocks:  # pandas internals: absent or changed -> general path
+            values = block.values
+            for j, loc in enumerate(block.mgr_locs):
+                arrays[columns[loc]] = values[j] if values.ndim == 2 else values
+    except Exception:  # any internal-API mismatch
+        return None
+    if len(arrays) != len(columns):
+        return None  # repeated column names
+    feeds = {}
+    for spec in specs:
+        values = arrays.get(spec.name)
+        fast = None if values is None else _fast_feed(spec, values)
+        if fast is None:
+            return None
+        feeds[spec.name] = fast
     return feeds
 
 
@@ -329,9 +379,15 @@ def _float_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
             return _object_to_float(spec, values).astype(target, copy=False)
         raise ColumnTypeError(spec.name, f"{values.dtype} values in a numeric column", hint=_hint(spec))
     if _is_string_dtype(values.dtype) or isinstance(values.dtype, pd.CategoricalDtype):
-        if _all_missing(values):
-            return _all_missing_feed(spec, len(values))
-        raise ColumnTypeError(spec.name, f"text ({values.dtype}) in a numeric column", hint=_hint(spec))
+        # numbers written as text (JSON, a CSV column with one stray value) are read if they all parse
+        text = np.asarray(values, dtype=object)
+        parsed = pd.to_numeric(pd.Series(text, copy=False), errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        bad = np.isnan(parsed) & ~np.asarray(pd.isna(text), dtype=bool)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise ColumnTypeError(spec.name, f"text in a numeric column: {text[row]!r} at row {row} is not a number",
+                                  hint=_hint(spec))
+        return parsed.astype(target, copy=False)
     if pd.api.types.is_datetime64_any_dtype(values.dtype) or pd.api.types.is_timedelta64_dtype(values.dtype):
         raise ColumnTypeError(spec.name, f"{values.dtype} values in a numeric column", hint=_hint(spec))
     return values.to_numpy(dtype=target, na_value=np.nan)
@@ -341,8 +397,10 @@ def _object_to_float(spec: ColumnSpec, values: np.ndarray) -> np.ndarray:
     try:
         return pd.to_numeric(pd.Series(values, copy=False), errors="raise").to_numpy(dtype=np.float64, na_value=np.nan)
     except (ValueError, TypeError):
-        bad = _first_bad(values, lambda v: isinstance(v, (int, float, np.number, bool, np.bool_)))
-        raise ColumnTypeError(spec.name, f"value {bad!r} is not a number", hint=_hint(spec)) from None
+        ok = [v is None or isinstance(v, (int, float, np.number, bool, np.bool_)) or v is pd.NA for v in values]
+        row = ok.index(False)
+        raise ColumnTypeError(spec.name, f"value {values[row]!r} at row {row} is not a number",
+                              hint=_hint(spec)) from None
 
 
 def _first_bad(values: np.ndarray, ok) -> Any:
@@ -382,25 +440,57 @@ def _float_to_int(spec: ColumnSpec, values: np.ndarray) -> np.ndarray:
     return out
 
 
+_TRUE = frozenset({"true", "1"})
+_FALSE = frozenset({"false", "0"})
+
+
 def _bool_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
+    """Booleans strictly: bool dtypes, numbers 0/1, or the words true/false/1/0 (any case); anything else,
+    "no" or "yes" included, is refused rather than guessed."""
+    flags = _bool_values(spec, values)
     if spec.onnx_type == "double":
-        if isinstance(values, np.ndarray) and values.dtype.kind == "O":
-            bad = _first_bad(values, lambda v: isinstance(v, (bool, np.bool_, int, np.integer)) and v in (0, 1))
-            if bad is not None:
-                raise ColumnTypeError(spec.name, f"value {bad!r} is not a boolean", hint=_hint(spec))
-        return _float_feed(spec, values)
-    if isinstance(values, np.ndarray) and values.dtype == np.bool_:
-        return values
-    if pd.isna(values).any():
-        return _all_missing_feed(spec, 0)  # raises: a bool input holds no missing value
-    if isinstance(values, np.ndarray) and values.dtype.kind == "O":
-        bad = _first_bad(values, lambda v: isinstance(v, (bool, np.bool_)))
-        if bad is not None:
-            raise ColumnTypeError(spec.name, f"value {bad!r} is not a boolean", hint=_hint(spec))
-    if isinstance(values, np.ndarray) and values.dtype.kind in "iuf":
-        if not np.isin(values, (0, 1)).all():
-            raise ColumnTypeError(spec.name, "numbers other than 0/1 in a boolean column", hint=_hint(spec))
-    return np.asarray(values, dtype=np.bool_)
+        return flags
+    missing = np.isnan(flags)
+    if missing.any():
+        row = int(np.flatnonzero(missing)[0])
+        raise ColumnTypeError(spec.name, f"missing value at row {row} in a bool column", hint=(
+            "fill it, or build the model from a nullable 'boolean' column so it accepts missing values"))
+    return flags == 1.0
+
+
+def _bool_values(spec: ColumnSpec, values: Any) -> np.ndarray:
+    """The column as 1.0 / 0.0 / NaN."""
+    dtype = values.dtype
+    if isinstance(values, np.ndarray) and dtype.kind == "b":
+        return values.astype(np.float64)
+    if _is_string_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype) or (
+            isinstance(values, np.ndarray) and dtype.kind in "OUS"):
+        return _bool_from_objects(spec, np.asarray(values, dtype=object))
+    if pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_numeric_dtype(dtype):
+        floats = _float_feed(ColumnSpec(spec.name, "float", "double"), values)
+        bad = ~np.isnan(floats) & (floats != 0.0) & (floats != 1.0)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise ColumnTypeError(spec.name, f"value {floats[row]!r} at row {row} is not a boolean", hint=_hint(spec))
+        return floats
+    raise ColumnTypeError(spec.name, f"{dtype} values in a boolean column", hint=_hint(spec))
+
+
+def _bool_from_objects(spec: ColumnSpec, values: np.ndarray) -> np.ndarray:
+    out = np.empty(len(values), dtype=np.float64)
+    for i, v in enumerate(values):
+        if v is None or v is pd.NA or (isinstance(v, float) and v != v):
+            out[i] = np.nan
+        elif isinstance(v, (bool, np.bool_)) or (isinstance(v, (int, np.integer)) and v in (0, 1)):
+            out[i] = float(v)
+        elif isinstance(v, str) and v.strip().lower() in _TRUE:
+            out[i] = 1.0
+        elif isinstance(v, str) and v.strip().lower() in _FALSE:
+            out[i] = 0.0
+        else:
+            raise ColumnTypeError(spec.name, f"value {v!r} at row {i} is not a boolean",
+                                  hint="give True/False (or the text true/false/1/0)")
+    return out
 
 
 def _string_feed(spec: ColumnSpec, values: Any) -> np.ndarray:

@@ -1,5 +1,8 @@
 """The versioned metadata schema onegraph writes into models (see :mod:`onegraph.meta.schema`)."""
 
-from onegraph.meta.schema import PREFIX, SCHEMA_VERSION, MetadataError, decode, encode
+from onegraph.meta.model import diff, model_hash, read_metadata, set_metadata, table_hash
+from onegraph.meta.schema import (PREFIX, SCHEMA_VERSION, Metadata, MetadataError, ModelMetadata, SequenceSpec, decode,
+                                  encode, read, validate)
 
-__all__ = ["PREFIX", "SCHEMA_VERSION", "MetadataError", "decode", "encode"]
+__all__ = ["PREFIX", "SCHEMA_VERSION", "Metadata", "MetadataError", "ModelMetadata", "SequenceSpec", "decode", "encode",
+           "read", "validate", "read_metadata", "set_metadata", "diff", "model_hash", "table_hash"]

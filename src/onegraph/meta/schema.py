@@ -1,34 +1,57 @@
 """The versioned metadata schema onegraph writes into ``ModelProto.metadata_props``.
 
-Keys live under the reverse-DNS prefix :data:`PREFIX`; each has a type and a validator, applied when a
-value is written and when it is read. A malformed value is reported (:class:`MetadataError` naming the
-key), never silently dropped; keys this schema does not know are kept as they are.
+Keys live under the reverse-DNS prefix :data:`PREFIX` (the ONNX IR asks for one); each has a type, checked
+when a value is written (:func:`encode`) and when it is read (:func:`decode`, :func:`read`). A malformed
+value is reported (:class:`MetadataError` naming the key), never silently dropped; keys this schema does not
+know are kept as they are. Text fields are stored as the text itself, the others as JSON. ``author`` and
+``license`` are also written to the two keys the ONNX specification names, ``model_author`` and
+``model_license``.
 
-=================================  =========  ===========================================================
-key (after ``org.onegraph.``)      type       meaning
-=================================  =========  ===========================================================
-``meta_version``                   int        version of this schema (``SCHEMA_VERSION``)
-``created_at``                     str        RFC 3339 time the model was built, UTC
-``producer``                       str        ``onegraph <version>``
-``source_library``                 str        library of the source objects, e.g. ``scikit-learn 1.9.1``
-``training_algorithm``             str        class of the final model, e.g. ``sklearn.linear_model.LogisticRegression``
-``inputs``                         list       the input schema: one :class:`~onegraph.frame.schema.ColumnSpec` dict per column
-``outputs``                        list       one dict per output: ``name``, ``role`` (``label``, ``probabilities``,
-                                              ``prediction``, ``feature``, ``check``), ``classes`` for probabilities
-=================================  =========  ===========================================================
+The schema is the pydantic model :class:`ModelMetadata`; ``metadata.schema.json`` next to this file is the
+JSON Schema generated from it (``python -m onegraph.meta.jsonschema --write``).
+
+======================  ======  ============================================================================
+field                   stored  meaning
+======================  ======  ============================================================================
+``meta_version``        JSON    version of this schema (:data:`SCHEMA_VERSION`)
+``created_at``          text    RFC 3339 date-time the model was built, with a UTC offset
+``producer``            text    ``<name> <version>`` of the tool that wrote the model (``onegraph 0.1.0``)
+``source_library``      text    ``<name> <version>`` of the library of the source objects
+``training_algorithm``  text    qualified class of the model (``sklearn.linear_model.LogisticRegression``)
+``hyperparameters``     JSON    the model's parameters (scikit-learn ``get_params(deep=False)``), JSON values
+``training_data``       JSON    ``name``, ``rows``, ``columns``, ``content_hash`` (``sha256:<hex>``)
+``inputs``              JSON    the input schema: one column per graph input (the DataFrame contract)
+``outputs``             JSON    one entry per output: ``name``, ``role``, ``classes`` (labels), ``units``...
+``author``              text    who made the model (also ``model_author``)
+``license``             text    its licence, an SPDX identifier or text (also ``model_license``)
+``intended_use``        text    what the model is for, and what it is not for
+``lineage``             JSON    ``parent``: ``sha256:<hex>`` of the model file this one was derived from
+``transfer_learning``   JSON    ``base_model``, ``frozen`` and ``trainable`` parameters (initializer names)
+``precision``           JSON    ``dtypes`` in use; mixed-precision ``regions`` (dtype + node names)
+``models``              JSON    composed models: one entry per model (``name``, ``source``, ``consumes``)
+``ensemble``            JSON    how composed models combine: ``method``, ``weights``, ``final_estimator``
+``sequence``            JSON    rows scored as windows of their group: a :class:`SequenceSpec`
+======================  ======  ============================================================================
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import json
-from collections.abc import Callable, Mapping
-from typing import Any
+import re
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, JsonValue, StringConstraints, ValidationError,
+                      WithJsonSchema, model_validator)
 
 from onegraph.errors import OnegraphError
 
 PREFIX = "org.onegraph."
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+#: field -> the metadata key the ONNX specification names for it (written alongside ours)
+STANDARD_KEYS = {"author": "model_author", "license": "model_license"}
 
 
 class MetadataError(OnegraphError):
@@ -39,88 +62,333 @@ class MetadataError(OnegraphError):
         self.key = key
 
 
-def _rfc3339(value: Any) -> str:
-    text = str(value)
+# -- value types ----------------------------------------------------------------------------------
+_RFC3339_PATTERN = r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$"
+_RFC3339 = re.compile(_RFC3339_PATTERN)
+
+
+def _rfc3339(text: str) -> str:
+    if not _RFC3339.fullmatch(text):
+        raise ValueError("not an RFC 3339 date-time with a UTC offset (e.g. 2024-05-01T12:00:00Z)")
     try:
-        parsed = _dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+        _dt.datetime.fromisoformat(text.upper().replace("Z", "+00:00"))
     except ValueError as exc:
-        raise ValueError(f"not an RFC 3339 date-time ({exc})") from None
-    if parsed.tzinfo is None:
-        raise ValueError("an RFC 3339 date-time needs a UTC offset")
+        raise ValueError(f"not a valid date-time ({exc})") from None
     return text
 
 
-def _json_list(value: Any) -> list:
-    if isinstance(value, str):
-        value = json.loads(value)
-    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
-        raise ValueError("expected a JSON list of objects")
-    return value
+DateTime = Annotated[str, AfterValidator(_rfc3339),
+                     WithJsonSchema({"type": "string", "format": "date-time", "pattern": _RFC3339_PATTERN})]
+NameVersion = Annotated[str, StringConstraints(pattern=r"^\S+ \S+$")]
+Text = Annotated[str, StringConstraints(min_length=1)]
+Sha256 = Annotated[str, StringConstraints(pattern=r"^sha256:[0-9a-f]{64}$")]
+#: ONNX tensor element types, spelled as ``TensorProto.DataType`` names in lower case
+DType = Literal["float", "uint8", "int8", "uint16", "int16", "int32", "int64", "string", "bool", "float16", "double",
+                "uint32", "uint64", "complex64", "complex128", "bfloat16", "float8e4m3fn", "float8e4m3fnuz",
+                "float8e5m2", "float8e5m2fnuz", "uint4", "int4", "float4e2m1", "float8e8m0", "uint2", "int2",
+                "float6e2m3", "float6e3m2"]
 
 
-def _int(value: Any) -> int:
-    if isinstance(value, bool):
-        raise ValueError("expected an integer")
-    return int(value)
+class _Entry(BaseModel):
+    # strict: "3" is not a row count; extra keys are kept (a newer writer may add some)
+    model_config = ConfigDict(extra="allow", strict=True)
 
 
-def _str(value: Any) -> str:
-    if not isinstance(value, str):
-        raise ValueError(f"expected a string, got {type(value).__name__}")
-    return value
+class ColumnSchema(_Entry):
+    """One graph input = one DataFrame column (see :class:`onegraph.frame.schema.ColumnSpec`)."""
+
+    name: str
+    kind: Literal["float", "int", "bool", "string", "datetime", "timedelta"]
+    onnx_type: Literal["double", "float", "int64", "bool", "string"]
+    source_dtype: str = ""
+    tz: str | None = None
 
 
-#: key (without prefix) -> validator returning the typed value or raising ValueError
-FIELDS: dict[str, Callable[[Any], Any]] = {
-    "meta_version": _int,
-    "created_at": _rfc3339,
-    "producer": _str,
-    "source_library": _str,
-    "training_algorithm": _str,
-    "inputs": _json_list,
-    "outputs": _json_list,
-}
+class OutputSchema(_Entry):
+    """What one graph output means."""
+
+    name: str = Field(description="graph output name")
+    column: str | None = Field(None, description="column the output becomes in score()'s DataFrame")
+    role: Literal["label", "probabilities", "prediction", "feature", "check", "output", "top_labels",
+                  "top_probabilities"]
+    model: str | None = Field(None, description="composed model the output comes from ('ensemble' for theirs)")
+    classes: list[str | int | float | bool] | None = Field(None, description="labels, in probability order")
+    kind: str | None = Field(None, description="for a feature: the column kind")
+    check: str | None = Field(None, description="for a check: what it flags")
+    units: str | None = Field(None, description="units of the values (e.g. 'degC', 'USD', 'probability')")
+    description: str | None = None
 
 
+class TrainingData(_Entry):
+    """The data the model was fitted on."""
+
+    name: str | None = Field(None, description="data set name or file")
+    rows: Annotated[int, Field(ge=0)] | None = None
+    columns: list[str] | None = None
+    content_hash: Sha256 | None = Field(None, description="onegraph.meta.table_hash of the table")
+
+
+class Lineage(_Entry):
+    """Where the model comes from."""
+
+    parent: Sha256 = Field(description="sha256 of the parent model file (onegraph.meta.model_hash)")
+    parent_name: str | None = None
+    relation: str | None = Field(None, description="e.g. 'fine-tuned', 'quantized', 'pruned'")
+
+
+class TransferLearning(_Entry):
+    """A model trained on top of a base model; a parameter is frozen or trainable, never both."""
+
+    base_model: Text = Field(description="name or sha256 of the base model")
+    frozen: list[str] = Field(default_factory=list, description="initializers kept from the base model")
+    trainable: list[str] = Field(default_factory=list, description="initializers trained further")
+
+    @model_validator(mode="after")
+    def _disjoint(self) -> TransferLearning:
+        both = sorted(set(self.frozen) & set(self.trainable))
+        if both:
+            raise ValueError(f"parameters both frozen and trainable: {both[:5]}")
+        return self
+
+
+class PrecisionRegion(_Entry):
+    """Nodes computed in a precision other than the model's main one."""
+
+    dtype: DType
+    nodes: Annotated[list[str], Field(min_length=1)]
+    name: str | None = None
+
+
+class Precision(_Entry):
+    """Numeric precision of the model."""
+
+    dtypes: list[DType] = Field(description="element types of the model's tensors")
+    regions: list[PrecisionRegion] = Field(default_factory=list, description="mixed-precision regions")
+
+
+class ComposedModel(_Entry):
+    """One model of a composed artifact."""
+
+    name: str
+    source: str = Field(description="what the model was made from (qualified class, or the file's producer)")
+    consumes: str | None = Field(None, description="the feature matrix it takes (dtype, width)")
+
+
+class EnsembleSchema(_Entry):
+    """How the composed models' outputs combine."""
+
+    method: Literal["mean", "weighted", "vote", "stacking"]
+    weights: list[float] | None = None
+    final_estimator: str | None = None
+
+
+class SequenceSchema(_Entry):
+    """Rows scored as windows of their group (see :class:`SequenceSpec`)."""
+
+    group: str = Field(min_length=1)
+    order: str = Field(min_length=1)
+    window: Annotated[int, Field(ge=1)]
+    padding: Literal["pre"] = "pre"
+    pad_value: float = 0.0
+    input: str = Field("onegraph.window", min_length=1)
+
+
+@dataclasses.dataclass(frozen=True)
+class SequenceSpec:
+    """How rows become windows for a sequence model (metadata key ``org.onegraph.sequence``).
+
+    Rows of one ``group`` (a card, a sensor) are sorted by ``order`` (a time); each row is scored with the
+    window of its group's last ``window`` rows up to and including it, after per-row preprocessing.
+    ``padding="pre"``: a window with fewer rows (a group's first rows) is filled with ``pad_value`` rows
+    (in the model's feature space) before its first row, as Keras' ``pad_sequences(padding="pre")``. The
+    graph takes the windows as the int64 input ``input`` ``[N, window]`` of row positions in the sorted
+    rows, -1 for padding (:func:`onegraph.runtime.windows.window_index` computes it). Validated by
+    :class:`SequenceSchema`.
+    """
+
+    group: str
+    order: str
+    window: int
+    padding: str = "pre"
+    pad_value: float = 0.0
+    input: str = "onegraph.window"
+
+    def __post_init__(self) -> None:
+        try:
+            SequenceSchema.model_validate(dataclasses.asdict(self))
+        except ValidationError as exc:
+            raise ValueError(_reason(exc)) from None
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> SequenceSpec:
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(d) - known
+        if unknown:
+            raise ValueError(f"unknown field(s) {sorted(unknown)}")
+        return cls(**{k: (float(v) if k == "pad_value" else v) for k, v in d.items()})
+
+
+def _field(description: str, storage: str) -> Any:
+    return Field(None, description=description, json_schema_extra={"x-onegraph-storage": storage})
+
+
+class ModelMetadata(BaseModel):
+    """onegraph model metadata: each field is stored in ``ModelProto.metadata_props`` under
+    ``org.onegraph.<field>`` (``x-onegraph-storage``: ``text`` stores the string itself, ``json`` its JSON)."""
+
+    model_config = ConfigDict(extra="allow", strict=True, title="onegraph model metadata")
+
+    meta_version: Annotated[int, Field(ge=1)] | None = _field("version of this schema", "json")
+    created_at: DateTime | None = _field("RFC 3339 date-time the model was built", "text")
+    producer: NameVersion | None = _field("'<name> <version>' of the tool that wrote the model", "text")
+    source_library: NameVersion | None = _field("'<name> <version>' of the library of the source objects", "text")
+    training_algorithm: Text | None = _field("qualified class of the model", "text")
+    hyperparameters: dict[str, JsonValue] | None = _field("the model's parameters (get_params)", "json")
+    training_data: TrainingData | None = _field("the data the model was fitted on", "json")
+    inputs: list[ColumnSchema] | None = _field("input schema: one entry per graph input / column", "json")
+    outputs: list[OutputSchema] | None = _field("one entry per graph output: role, labels, units", "json")
+    author: Text | None = _field("who made the model (also written as model_author)", "text")
+    license: Text | None = _field("licence, SPDX identifier or text (also written as model_license)", "text")
+    intended_use: Text | None = _field("what the model is for", "text")
+    lineage: Lineage | None = _field("the model this one derives from", "json")
+    transfer_learning: TransferLearning | None = _field("base model and frozen / trainable parameters", "json")
+    precision: Precision | None = _field("dtypes in use and mixed-precision regions", "json")
+    models: list[ComposedModel] | None = _field("composed models (name, source, what each consumes)", "json")
+    ensemble: EnsembleSchema | None = _field("how the composed models' outputs combine", "json")
+    sequence: SequenceSchema | None = _field("rows scored as windows of their group", "json")
+
+
+#: field name -> "text" or "json" (how it is stored)
+FIELDS: dict[str, str] = {name: info.json_schema_extra["x-onegraph-storage"]
+                          for name, info in ModelMetadata.model_fields.items()}
+
+
+# -- one value ------------------------------------------------------------------------------------
 def validate(key: str, value: Any) -> Any:
-    """The typed value of field ``key`` (without prefix), or :class:`MetadataError`."""
+    """The typed value of field ``key`` (without prefix), or :class:`MetadataError` naming the key.
+
+    ``value`` may be the Python value or, for a JSON field, its JSON text. Unknown keys pass unchanged.
+    Returns plain JSON values (str, int, list, dict), with what was given and nothing added.
+    """
     if key not in FIELDS:
         return value
+    if FIELDS[key] == "json" and isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise MetadataError(PREFIX + key, f"not valid JSON ({exc})") from None
     try:
-        return FIELDS[key](value)
-    except (ValueError, TypeError) as exc:
-        raise MetadataError(PREFIX + key, str(exc)) from None
+        parsed = ModelMetadata.model_validate({key: value})
+    except ValidationError as exc:
+        raise MetadataError(PREFIX + key, _reason(exc)) from None
+    return parsed.model_dump(mode="json", exclude_unset=True)[key]
 
 
+def _reason(exc: ValidationError) -> str:
+    parts = []
+    for e in exc.errors()[:3]:
+        where = ".".join(str(p) for p in e["loc"][1:] if not str(p).startswith(("function-after", "constrained")))
+        text = e["msg"].removeprefix("Value error, ")
+        parts.append(f"{where}: {text}" if where else text)
+    return "; ".join(parts)
+
+
+def _stored(key: str, typed: Any) -> str:
+    return typed if FIELDS.get(key) == "text" else json.dumps(typed, ensure_ascii=False)
+
+
+# -- whole metadata -------------------------------------------------------------------------------
 def encode(fields: Mapping[str, Any]) -> dict[str, str]:
-    """``metadata_props`` entries (prefixed keys, string values) for typed ``fields``, validated."""
+    """``metadata_props`` entries for typed ``fields`` (names without prefix), validated.
+
+    ``author`` and ``license`` also give ``model_author`` / ``model_license``.
+    Raises :class:`MetadataError` naming the first malformed key.
+    """
     out = {}
     for key, value in fields.items():
         typed = validate(key, value)
-        out[PREFIX + key] = typed if isinstance(typed, str) else json.dumps(typed, ensure_ascii=False)
+        out[PREFIX + key] = _stored(key, typed)
+        if key in STANDARD_KEYS:
+            out[STANDARD_KEYS[key]] = typed
     return out
 
 
 def decode(props: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
     """Split ``metadata_props`` into onegraph's typed fields and every other key (kept unchanged).
 
-    Raises :class:`MetadataError` naming the key of a malformed value.
+    Raises :class:`MetadataError` naming the key of the first malformed value (:func:`read` collects them all).
     """
-    ours: dict[str, Any] = {}
+    found = read(props)
+    if found.errors:
+        raise found.errors[0]
+    return found.fields, found.others
+
+
+@dataclasses.dataclass
+class Metadata:
+    """What a model's ``metadata_props`` say, read without raising.
+
+    Attributes
+    ----------
+    fields:
+        onegraph's fields (names without prefix), typed; unknown prefixed keys as their raw text.
+    others:
+        Every key outside the prefix (``model_author``, other tools' keys), unchanged.
+    invalid:
+        Prefixed keys whose value is malformed -> the raw text, kept (never dropped).
+    errors:
+        One :class:`MetadataError` per problem, naming the key.
+    notes:
+        Things worth knowing that are not errors (a newer schema version wrote the model).
+    """
+
+    fields: dict[str, Any]
+    others: dict[str, str]
+    invalid: dict[str, str]
+    errors: list[MetadataError]
+    notes: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+    def props(self) -> dict[str, str]:
+        """The ``metadata_props`` these fields, other keys and kept malformed values make."""
+        out = {PREFIX + k: _stored(k, v) for k, v in self.fields.items()}
+        out.update({PREFIX + k: v for k, v in self.invalid.items()})
+        out.update(self.others)
+        return out
+
+
+def read(props: Mapping[str, str]) -> Metadata:
+    """Read ``metadata_props`` (key -> text) without raising: see :class:`Metadata`."""
+    fields: dict[str, Any] = {}
     others: dict[str, str] = {}
+    invalid: dict[str, str] = {}
+    errors: list[MetadataError] = []
     for key, text in props.items():
         if not key.startswith(PREFIX):
             others[key] = text
             continue
         name = key[len(PREFIX):]
-        value: Any = text
-        if name in ("inputs", "outputs", "meta_version"):
-            try:
-                value = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise MetadataError(key, f"not valid JSON ({exc})") from None
-        ours[name] = validate(name, value)
-    return ours, others
+        try:
+            fields[name] = validate(name, text)
+        except MetadataError as exc:
+            invalid[name] = text
+            errors.append(exc)
+    for name, standard in STANDARD_KEYS.items():
+        if name in fields and standard in others and others[standard] != fields[name]:
+            errors.append(MetadataError(standard, f"{others[standard]!r} disagrees with {PREFIX + name} "
+                                                  f"{fields[name]!r}"))
+    notes = []
+    version = fields.get("meta_version")
+    if isinstance(version, int) and version > SCHEMA_VERSION:
+        notes.append(f"written with metadata schema version {version}; this onegraph knows {SCHEMA_VERSION} "
+                     "(fields it does not know are kept as text)")
+    return Metadata(fields, others, invalid, errors, notes)
 
 
 def now_rfc3339() -> str:

@@ -1,6 +1,9 @@
 """Scoring built models: DataFrame -> feeds -> onnxruntime -> DataFrame."""
 
-from onegraph.runtime.score import cached_session, score
-from onegraph.runtime.session import Session
+from onegraph import _lazy
 
 __all__ = ["Session", "cached_session", "score"]
+_lazy.exports(__name__, {
+    "Session": "onegraph.runtime.session", "cached_session": "onegraph.runtime.score",
+    "score": "onegraph.runtime.score",
+})

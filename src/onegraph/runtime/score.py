@@ -31,12 +31,15 @@ def _key(model: Any) -> tuple:
     return ("object", id(model))
 
 
-def cached_session(model: Any) -> Session:
-    """The cached :class:`Session` for ``model`` (a path, bytes or ``onnx.ModelProto``)."""
+def cached_session(model: Any, *, trusted: bool = False) -> Session:
+    """The cached :class:`Session` for ``model`` (a path, bytes or ``onnx.ModelProto``).
+
+    ``trusted`` skips the pre-check of a model not opened yet (see :class:`Session`).
+    """
     key = _key(model)
     sess = _CACHE.get(key)
     if sess is None:
-        sess = Session(model)
+        sess = Session(model, trusted=trusted)
         _CACHE[key] = sess
         sess._owner = model  # keeps the object alive so its id is not reused while cached
         while len(_CACHE) > _CACHE_SIZE:
@@ -46,7 +49,7 @@ def cached_session(model: Any) -> Session:
     return sess
 
 
-def score(model: Any, data: Any) -> pd.DataFrame:
+def score(model: Any, data: Any, *, trusted: bool = False) -> pd.DataFrame:
     """Score ``data`` with ``model``; a DataFrame of the model's outputs, one row per input row.
 
     Parameters
@@ -57,6 +60,9 @@ def score(model: Any, data: Any) -> pd.DataFrame:
     data:
         A pandas or polars DataFrame, a pyarrow Table, any object with ``__arrow_c_stream__``, a dict of
         column -> values (scalars mean one row) or a list of records. Extra columns are ignored.
+    trusted:
+        Skip the pre-check (an isolated process parses and opens the model first, once per file content;
+        see :func:`onegraph.io.read_model`). Only for files you made or trust.
 
     Returns
     -------
@@ -71,6 +77,7 @@ def score(model: Any, data: Any) -> pd.DataFrame:
     UnknownCategoryError
         for categories never seen in fit where the encoder was set to refuse them.
     ModelFileError, RuntimeFailure
-        for a model that cannot be read or run.
+        for a model that cannot be read or run; :class:`~onegraph.verify.guard.UnsafeModelError` (a
+        ``ModelFileError``) when the pre-check finds an error, naming it.
     """
-    return cached_session(model).score(data)
+    return cached_session(model, trusted=trusted).score(data)

@@ -4,7 +4,9 @@ A :class:`Session` reads the input schema stored in the model (see :mod:`onegrap
 then turns each table it is given into feeds column by column (no copy of the whole table, no pandas
 indexing per row), runs onnxruntime in batches and returns the outputs as a DataFrame whose index is the
 input's. Rows a step refuses (a category never seen in fit, with ``handle_unknown="error"``) raise
-:class:`~onegraph.errors.UnknownCategoryError` naming the column, the values and the rows.
+:class:`~onegraph.errors.UnknownCategoryError` naming the column, the values and the rows; values outside
+the range a step was built for (a date beyond its time-zone table) raise
+:class:`~onegraph.errors.OutOfRangeError`.
 """
 
 from __future__ import annotations
@@ -17,12 +19,28 @@ import numpy as np
 import onnxruntime as ort
 import pandas as pd
 
-from onegraph.errors import DataError, MissingColumnError, ModelFileError, RuntimeFailure, UnknownCategoryError
+from onegraph.errors import (
+    ConfigError,
+    DataError,
+    MissingColumnError,
+    ModelFileError,
+    OutOfRangeError,
+    RuntimeFailure,
+    UnknownCategoryError,
+)
 from onegraph.frame.data import column_reader
-from onegraph.frame.schema import MISSING_STRING, NA_INT64, ColumnSpec, single_row_feeds, to_feed
-from onegraph.io import load_model, model_bytes
+from onegraph.frame.schema import (
+    MISSING_STRING,
+    NA_INT64,
+    ColumnSpec,
+    single_row_feeds,
+    small_frame_feeds,
+    to_feed,
+)
+from onegraph.io import load_model, read_model
 from onegraph.meta import schema as meta
 from onegraph.runtime.frames import FrameTemplate
+from onegraph.runtime.options import session_options
 
 _ORT_KINDS = {
     "tensor(double)": ("float", "double"), "tensor(float)": ("float", "float"), "tensor(int64)": ("int", "int64"),
@@ -41,27 +59,29 @@ class Session:
         onnxruntime intra-op threads (None: onnxruntime's default, all cores).
     batch_size:
         Rows per onnxruntime call; larger tables are scored in batches of this size.
+    trusted:
+        Skip the pre-check that parses and opens the model in an isolated process first
+        (:func:`onegraph.io.read_model`); only for files you made or trust.
 
     Raises
     ------
     ModelFileError
-        when the model cannot be read or onnxruntime cannot open it.
+        when the model cannot be read or onnxruntime cannot open it;
+        :class:`~onegraph.verify.guard.UnsafeModelError` when the pre-check finds an error (naming it).
     """
 
-    def __init__(self, model: Any, *, threads: int | None = None, batch_size: int = 65536) -> None:
-        data = model_bytes(model)
-        options = ort.SessionOptions()
-        options.log_severity_level = 3
-        # idle worker threads sleep instead of spinning, so sessions kept side by side do not fight
-        # over the cores (single-row latency doubled with two spinning sessions on a 2-core machine)
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        if threads is not None:
-            options.intra_op_num_threads = threads
+    def __init__(self, model: Any, *, threads: int | None = None, batch_size: int = 65536,
+                 trusted: bool = False) -> None:
+        if int(batch_size) < 1 or (threads is not None and int(threads) < 0):
+            raise ConfigError(f"batch_size={batch_size!r}, threads={threads!r}: batch_size must be >= 1 and "
+                              "threads >= 0 (0: onnxruntime's default)")
+        source = read_model(model, trusted=trusted, purpose="run")
+        options = session_options(threads=threads, folder=source.folder)
         try:
-            self._session = ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+            self._session = ort.InferenceSession(source.data, options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # onnxruntime raises its own Fail / InvalidGraph / InvalidArgument types
-            load_model(model if isinstance(model, (str, os.PathLike)) else data)  # names a file that is no model
-            raise ModelFileError(f"onnxruntime cannot open the model: {str(exc).strip()[:500]}",
+            load_model(model if isinstance(model, (str, os.PathLike)) else source.data, trusted=True)  # no model?
+            raise ModelFileError(f"onnxruntime cannot open {source.label}: {str(exc).strip()[:500]}",
                                  hint="check it with `onegraph check`") from None
         self.batch_size = int(batch_size)
         fields, _ = meta.decode(self._session.get_modelmeta().custom_metadata_map)
@@ -70,7 +90,8 @@ class Session:
             self.inputs = [ColumnSpec.from_dict(d) for d in fields["inputs"]]
         else:
             self.inputs = [_spec_from_ort(i) for i in ort_inputs]
-        self._rank2 = [i.name for i in ort_inputs if len(i.shape) == 2]
+        columns = {s.name for s in self.inputs}
+        self._rank2 = [i.name for i in ort_inputs if len(i.shape) == 2 and i.name in columns]
         ort_outputs = [o.name for o in self._session.get_outputs()]
         self.outputs = fields.get("outputs") or [{"name": n, "column": n, "role": "output"} for n in ort_outputs]
         self._output_names = [o["name"] for o in self.outputs]
@@ -82,6 +103,8 @@ class Session:
         self._run = self._session._sess.run  # the binding, without the wrapper's per-call validation
         self._run_options = ort.RunOptions()
         self._templates: dict[tuple, FrameTemplate] = {}
+        #: rows scored as windows of their group (see :mod:`onegraph.runtime.windows`), or None
+        self.sequence = meta.SequenceSpec.from_dict(fields["sequence"]) if "sequence" in fields else None
 
     @property
     def input_names(self) -> list[str]:
@@ -98,6 +121,10 @@ class Session:
             row = single_row_feeds(self.inputs, data)
             if row is not None:
                 return 1, self._shaped(row)
+        elif type(data) is pd.DataFrame and len(data) <= 16:
+            few = small_frame_feeds(self.inputs, data)
+            if few is not None:
+                return len(data), self._shaped(few)
         n, names, get = column_reader(data)
         feeds = {}
         for spec in self.inputs:
@@ -127,6 +154,8 @@ class Session:
         n, feeds = self.feeds(data)
         if n == 0:
             return self._empty_outputs()
+        if self.sequence is not None:
+            return self._sequence_results(data, feeds)
         if n <= self.batch_size:
             results = self._call(feeds)
         else:
@@ -136,6 +165,25 @@ class Session:
             with ThreadPoolExecutor(max_workers=min(len(chunks), os.cpu_count() or 1, 4)) as pool:
                 parts = list(pool.map(self._call, chunks))
             results = [np.concatenate([p[j] for p in parts]) for j in range(len(self._output_names))]
+        if self._checks:
+            self._raise_checks(results, data)
+        return results
+
+    def run_feeds(self, feeds: dict[str, np.ndarray], names: list[str] | None = None) -> list[np.ndarray]:
+        """Run onnxruntime on prepared ``feeds`` (from :meth:`feeds`) for the outputs ``names`` (default:
+        the model's), without the checks :meth:`run` applies. Raises :class:`~onegraph.errors.RuntimeFailure`."""
+        try:
+            return self._run(names or self._output_names, feeds, self._run_options)
+        except Exception as exc:  # onnxruntime's own exception types
+            raise RuntimeFailure(f"onnxruntime failed: {str(exc).strip()[:500]}") from None
+
+    def _sequence_results(self, data: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        """Rows sorted by (group, order), windows indexed, one call (a window spans the batch)."""
+        from onegraph.runtime.windows import restore_order, sequence_feeds
+
+        _, names, get = column_reader(data)
+        perm, feeds = sequence_feeds(self.sequence, get, list(names), feeds)
+        results = restore_order(self._call(feeds), perm)
         if self._checks:
             self._raise_checks(results, data)
         return results
@@ -159,6 +207,8 @@ class Session:
                     values = list(dict.fromkeys(col[rows[:50]].tolist()))
                 except Exception:  # the refused column may be internal: name rows only
                     values = []
+                if out.get("check") == "out_of_range":
+                    raise OutOfRangeError(column, values, rows, out.get("covers", ""), out.get("hint"))
                 raise UnknownCategoryError(column, values, rows)
 
     def _empty_outputs(self) -> list[np.ndarray]:
@@ -184,7 +234,7 @@ class Session:
             if value.ndim == 2 and value.shape[1] == 1 and out.get("role") != "probabilities":
                 value = value[:, 0]
             if out.get("role") == "feature":
-                value = _column(value, out.get("kind"))
+                value = _column(value, out.get("kind"), out.get("tz"))
             arrays.append(value)
         key = tuple(a.shape[1] if a.ndim == 2 else 0 for a in arrays)
         template = self._templates.get(key)
@@ -205,7 +255,7 @@ class Session:
         return FrameTemplate(layout)
 
 
-def _column(value: np.ndarray, kind: str | None) -> Any:
+def _column(value: np.ndarray, kind: str | None, tz: str | None = None) -> Any:
     """An output array as a DataFrame column, missing values written the pandas way."""
     if value.dtype == object:
         missing = value == MISSING_STRING
@@ -214,7 +264,8 @@ def _column(value: np.ndarray, kind: str | None) -> Any:
             value[missing] = None
         return value
     if kind == "datetime":
-        return pd.to_datetime(value, unit="ns")
+        stamps = pd.to_datetime(value, unit="ns")
+        return stamps.tz_localize("UTC").tz_convert(tz) if tz else stamps
     if kind == "timedelta":
         return pd.to_timedelta(value, unit="ns")
     if kind == "int" and value.dtype == np.int64 and (value == NA_INT64).any():

@@ -48,10 +48,13 @@ class ParityReport:
 
     @property
     def ok(self) -> bool:
-        return all(o.ok for o in self.outputs)
+        """True when every output agrees, and at least one output was compared."""
+        return bool(self.outputs) and all(o.ok for o in self.outputs)
 
     @property
     def failed(self) -> list[str]:
+        if not self.outputs:
+            return ["(no output could be compared)"]
         return [o.name for o in self.outputs if not o.ok]
 
     def __str__(self) -> str:
@@ -92,14 +95,18 @@ def parity(pipeline: Any, model: Any, data: Any, *, onnx_model: Any = None, rtol
     got = session.run(frame)
     expected = _expected(pipeline, model, frame)
     outputs = []
+    features = [o for o in session.outputs if o.get("role") == "feature"]
     for out in session.outputs:
         if out.get("role") == "check":
             continue
         column = out.get("column", out["name"])
+        if out.get("role") == "feature":
+            # transformed columns are compared in order: a step may not name its outputs
+            column = features.index(out)
         if column not in expected:
             continue
-        outputs.append(compare(column, got[out["name"]], expected[column], rtol=rtol, atol=atol,
-                               exact=out.get("role") == "label"))
+        outputs.append(compare(out.get("column", out["name"]), got[out["name"]], expected[column], rtol=rtol,
+                               atol=atol, exact=out.get("role") == "label"))
     return ParityReport(outputs, len(frame), rtol, atol)
 
 
@@ -112,10 +119,13 @@ def _expected(pipeline: Any, model: Any, frame: pd.DataFrame) -> dict[str, Any]:
     elif model is not None:
         x = frame[input_columns(None, model, frame)]
     if model is None:
-        names = [str(n) for n in pipeline.get_feature_names_out()]
-        return {n: _as_graph_values(n, c) for n, c in zip(names, _columns(x))}
+        return {i: _as_graph_values(f"column {i}", c) for i, c in enumerate(_columns(x))}
+    from sklearn.base import is_classifier
+
     if hasattr(model, "predict_proba"):
         return {"label": np.asarray(model.predict(x)), "probabilities": np.asarray(model.predict_proba(x))}
+    if is_classifier(model):
+        return {"label": np.asarray(model.predict(x))}
     return {"prediction": np.asarray(model.predict(x))}
 
 
@@ -161,6 +171,9 @@ def compare(name: str, got: Any, expected: Any, *, rtol: float, atol: float, exa
     if got.shape != expected.shape and got.size == expected.size:
         got = got.reshape(expected.shape)
     if got.shape != expected.shape:
+        return OutputParity(name, rows, agreement=0.0, ok=False)
+    if exact and (got.dtype.kind == "b") != (expected.dtype.kind == "b"):
+        # 1 == True in numpy: a label of another type must not pass for the same label
         return OutputParity(name, rows, agreement=0.0, ok=False)
     numeric = got.dtype.kind in "fiub" and (expected.dtype.kind in "fiub" or _numeric_object(expected))
     if not numeric:

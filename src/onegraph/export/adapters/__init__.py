@@ -1,3 +1,3 @@
 """Adapters: fitted objects from other libraries -> graph nodes. Importing registers them."""
 
-from onegraph.export.adapters import linear, models, sklearn, trees  # noqa: F401
+from onegraph.export.adapters import calibration, linear, models, sklearn, trees  # noqa: F401

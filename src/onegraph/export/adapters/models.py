@@ -20,7 +20,7 @@ import numpy as np
 import onnx_ir as ir
 from sklearn.base import is_classifier
 
-from onegraph.emit import BOOL, DOUBLE, INT64, ML_OPSET, OPSET, STRING, GraphBuilder
+from onegraph.emit import BOOL, DOUBLE, FLOAT, INT64, ML_OPSET, OPSET, STRING, GraphBuilder
 from onegraph.errors import ExportError
 
 
@@ -34,6 +34,11 @@ class ModelOutputs:
     @classmethod
     def classifier(cls, label: ir.Value, probabilities: ir.Value, classes: Any) -> ModelOutputs:
         return cls({"label": label, "probabilities": probabilities}, [_plain(c) for c in classes])
+
+    @classmethod
+    def label_only(cls, label: ir.Value, classes: Any) -> ModelOutputs:
+        """A classifier without ``predict_proba`` (LinearSVC, RidgeClassifier...): its label alone."""
+        return cls({"label": label}, [_plain(c) for c in classes])
 
     @classmethod
     def regressor(cls, prediction: ir.Value) -> ModelOutputs:
@@ -67,6 +72,10 @@ def emit_model(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
     ExportError
         when the model is not fitted, or no adapter nor skl2onnx converter exists for it.
     """
+    from onegraph.export.adapters.contract import Adapter, adapt
+
+    if isinstance(model, Adapter) or type(model).__module__.split(".")[0] in ("xgboost", "lightgbm", "torch"):
+        return adapt(model).emit(g, x)
     if not hasattr(model, "n_features_in_") and not hasattr(model, "classes_") and not hasattr(model, "coef_"):
         raise ExportError(f"{type(model).__name__} is not fitted", hint="call fit before building")
     for cls in type(model).__mro__:
@@ -89,31 +98,51 @@ def label_from_index(g: GraphBuilder, classes: Any, index: ir.Value) -> ir.Value
     return g.op("Gather", g.const(table, "classes"), index, axis=0, dtype=dtype)
 
 
-def _skl2onnx_model(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
-    from skl2onnx import convert_sklearn
-    from skl2onnx.common.data_types import DoubleTensorType
+def skl2onnx_graph(est: Any, g: GraphBuilder, x: ir.Value, n_features: int | None, what: str,
+                   options: dict | None = None) -> tuple[Any, ir.Value]:
+    """skl2onnx's graph for ``est`` and the value to feed its input ``X``.
 
+    Converted with a double input when skl2onnx's graph for it is valid; some converters mix float32
+    constants into a double graph (PolynomialFeatures, KBinsDiscretizer), so a graph failing the ONNX checker
+    is converted again in float32, fed through a Cast (the parity check then judges the precision).
+    """
+    import onnx
+    from skl2onnx import convert_sklearn
+    from skl2onnx.common.data_types import DoubleTensorType, FloatTensorType
+
+    failure: Exception | None = None
+    for tensor_type, dtype in ((DoubleTensorType, DOUBLE), (FloatTensorType, FLOAT)):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                proto = convert_sklearn(est, initial_types=[("X", tensor_type([None, n_features]))],
+                                        target_opset={"": OPSET, "ai.onnx.ml": ML_OPSET}, options=options)
+            onnx.checker.check_model(proto, full_check=True)
+        except Exception as exc:  # skl2onnx and the checker raise many types for unsupported estimators
+            failure = failure or exc
+            continue
+        return proto, (x if dtype == DOUBLE else g.op("Cast", x, to=FLOAT, dtype=FLOAT))
+    raise ExportError(f"{what} cannot be exported: {failure}",
+                      hint="use onegraph's transformers or a model onegraph or skl2onnx supports")
+
+
+def _skl2onnx_model(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
     from onegraph.export.adapters.onnx_graph import splice
 
-    n_features = getattr(model, "n_features_in_", None)
     classifier = is_classifier(model)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            proto = convert_sklearn(
-                model, initial_types=[("X", DoubleTensorType([None, n_features]))],
-                target_opset={"": OPSET, "ai.onnx.ml": ML_OPSET},
-                options={type(model): {"zipmap": False}} if classifier else None,
-            )
-    except Exception as exc:  # skl2onnx raises many types for unsupported models and options
-        raise ExportError(f"cannot convert {type(model).__name__} with skl2onnx: {exc}",
-                          hint="use a supported model (linear models, trees, forests, boosting)") from None
-    outs = splice(g, proto, {"X": x}, prefix=g.unique(type(model).__name__) + "/", what=type(model).__name__)
+    proto, x_in = skl2onnx_graph(model, g, x, getattr(model, "n_features_in_", None), type(model).__name__,
+                                 options={type(model): {"zipmap": False}} if classifier else None)
+    outs = splice(g, proto, {"X": x_in}, prefix=g.unique(type(model).__name__) + "/", what=type(model).__name__)
+    label = outs.get("label")
+    if classifier and np.asarray(model.classes_).dtype.kind == "b" and label.dtype != BOOL:
+        label = g.op("Cast", label, to=BOOL, dtype=BOOL)  # skl2onnx writes bool classes as 0/1
+    if classifier and not hasattr(model, "predict_proba"):
+        return ModelOutputs.label_only(label, model.classes_)
     if classifier:
         proba = outs["probabilities"]
         if proba.dtype != DOUBLE:
             proba = g.op("Cast", proba, to=DOUBLE, dtype=DOUBLE)
-        return ModelOutputs.classifier(outs["label"], proba, model.classes_)
+        return ModelOutputs.classifier(label, proba, model.classes_)
     (pred,) = outs.values()
     if pred.dtype != DOUBLE:
         pred = g.op("Cast", pred, to=DOUBLE, dtype=DOUBLE)

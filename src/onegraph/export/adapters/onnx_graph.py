@@ -3,7 +3,11 @@
 Used for graphs another converter produced (skl2onnx, onnxmltools, torch.onnx, a ``.onnx`` file): the
 model's inputs are wired to values of the graph under construction, its nodes, initializers and local
 functions move over with their names prefixed (so names never collide), and its outputs are returned.
-The default-domain opset is aligned first with onnx's version converter.
+The default-domain opset is aligned first with onnx's version converter (a graph that needs converting has
+its local functions inlined first: the converter cannot convert function bodies); the deprecated
+``TreeEnsembleClassifier`` / ``TreeEnsembleRegressor`` (ai.onnx.ml 1-3) are rewritten as ``TreeEnsemble``
+(ai.onnx.ml 5, see :mod:`.legacy_trees`); a local function whose identifier is already taken by a
+different body is renamed (its overload gets the prefix), an identical one is kept once.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from collections.abc import Mapping
 
 import onnx
 import onnx_ir as ir
+from onnx import inliner
 
 from onegraph.emit import OPSET, GraphBuilder
 from onegraph.errors import ExportError
@@ -22,6 +27,9 @@ def align_opset(proto: onnx.ModelProto, what: str) -> onnx.ModelProto:
     version = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), OPSET)
     if version == OPSET:
         return proto
+    if proto.functions:
+        # the version converter drops model-local functions and cannot convert their bodies: inline them first
+        proto = inliner.inline_local_functions(proto)
     try:
         return onnx.version_converter.convert_version(proto, OPSET)
     except Exception as exc:  # the converter raises RuntimeError / ConvertError / ValidationError
@@ -44,8 +52,14 @@ def splice(g: GraphBuilder, proto: onnx.ModelProto, feeds: Mapping[str, ir.Value
     ExportError
         for an input left unfed, or a domain whose opset differs from the one ``g`` already imports.
     """
-    proto = align_opset(proto, what)
-    sub = ir.from_proto(proto)
+    from onegraph.export.adapters.legacy_trees import upgrade_tree_ensembles
+
+    aligned = align_opset(proto, what)
+    if aligned is proto:  # onnx-ir writes renamed initializers through to their TensorProto: work on a copy
+        aligned = onnx.ModelProto()
+        aligned.CopyFrom(proto)
+    sub = ir.from_proto(aligned)
+    upgrade_tree_ensembles(sub)
     for domain, version in sub.opset_imports.items():
         have = g.graph.opset_imports.get(domain)
         if have is None:
@@ -73,7 +87,33 @@ def splice(g: GraphBuilder, proto: onnx.ModelProto, feeds: Mapping[str, ir.Value
         for out in node.outputs:
             if out.name:
                 out.name = prefix + out.name
-    g.graph.extend(nodes)
+    renamed = {}
     for function in sub.functions.values():
+        key = function.identifier()
+        have = g.functions.get(key)
+        if have is not None and _function_bytes(have) != _function_bytes(function):
+            function.overload = prefix + function.overload
+            renamed[key] = function.identifier()
         g.functions.setdefault(function.identifier(), function)
+    for node in _all_nodes(nodes):
+        if (node.domain, node.op_type, node.overload) in renamed:
+            node.overload = renamed[node.domain, node.op_type, node.overload][2]
+    g.graph.extend(nodes)
+    g.ir_version = max(g.ir_version, sub.ir_version or 0)
     return outputs
+
+
+def _function_bytes(function: ir.Function) -> bytes:
+    return ir.serde.serialize_function(function).SerializeToString(deterministic=True)
+
+
+def _all_nodes(nodes):
+    """``nodes`` and the nodes of their subgraphs (If / Loop / Scan bodies)."""
+    for node in nodes:
+        yield node
+        for attr in node.attributes.values():
+            if attr.type == ir.AttributeType.GRAPH:
+                yield from _all_nodes(list(attr.value))
+            elif attr.type == ir.AttributeType.GRAPHS:
+                for sub in attr.value:
+                    yield from _all_nodes(list(sub))

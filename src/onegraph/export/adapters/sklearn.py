@@ -9,7 +9,6 @@ transformer falls back to skl2onnx with a double input.
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
@@ -17,7 +16,7 @@ import sklearn.compose
 import sklearn.pipeline
 import sklearn.preprocessing
 
-from onegraph.emit import DOUBLE, ML_OPSET, OPSET, Col, GraphBuilder, find_emitter, register_emitter
+from onegraph.emit import BOOL, DOUBLE, Col, GraphBuilder, find_emitter, register_emitter
 from onegraph.errors import ExportError
 
 
@@ -27,9 +26,23 @@ def emit_step(obj: Any, g: GraphBuilder, cols: list[Col], path: str) -> list[Col
         return list(cols)
     if obj == "drop":
         return []
+    _check_fitted(obj, path)
     emitter = find_emitter(obj) or _skl2onnx_transformer
     with g.scope(path, obj):
         return emitter(obj, g, cols)
+
+
+def _check_fitted(obj: Any, path: str) -> None:
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
+    try:
+        check_is_fitted(obj)
+    except NotFittedError:
+        raise ExportError(f"{type(obj).__name__} at {path} is not fitted", hint="fit the pipeline before building") from None
+    except TypeError:  # not an estimator at all
+        raise ExportError(f"{obj!r} at {path} is not a scikit-learn transformer",
+                          hint="give fitted transformers (or 'passthrough' / 'drop')") from None
 
 
 def step_name(obj: Any) -> str:
@@ -57,14 +70,16 @@ def emit_column_transformer(ct: Any, g: GraphBuilder, cols: list[Col]) -> list[C
     if len(cols) != ct.n_features_in_:
         raise ExportError(f"ColumnTransformer was fitted on {ct.n_features_in_} columns but receives {len(cols)}")
     out: list[Col] = []
+    weights = ct.transformer_weights or {}
     for name, trans, _ in ct.transformers_:
         if trans == "drop":
             continue
         selected = [cols[i] for i in indices.get(name, [])]
         if not selected:
             continue
-        out.extend(emit_step(trans, g, selected, f"{g.path}.{name}" if g.path else name))
-    names = [str(n) for n in ct.get_feature_names_out([c.name for c in cols])]
+        part = emit_step(trans, g, selected, f"{g.path}.{name}" if g.path else name)
+        out.extend(_weighted(g, part, weights.get(name), name))
+    names = _names_out(ct, cols, out)
     if len(names) != len(out):
         raise ExportError(f"ColumnTransformer: the graph gives {len(out)} columns where scikit-learn reports "
                           f"{len(names)}", hint="report this pipeline to onegraph")
@@ -74,10 +89,29 @@ def emit_column_transformer(ct: Any, g: GraphBuilder, cols: list[Col]) -> list[C
 @register_emitter(sklearn.pipeline.FeatureUnion)
 def emit_feature_union(union: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]:
     out: list[Col] = []
+    weights = union.transformer_weights or {}
     for name, trans in union.transformer_list:
-        out.extend(emit_step(trans, g, cols, f"{g.path}.{name}" if g.path else name))
-    names = [str(n) for n in union.get_feature_names_out([c.name for c in cols])]
-    return [c.renamed(n) for c, n in zip(out, names)]
+        part = emit_step(trans, g, cols, f"{g.path}.{name}" if g.path else name)
+        out.extend(_weighted(g, part, weights.get(name), name))
+    return [c.renamed(n) for c, n in zip(out, _names_out(union, cols, out))]
+
+
+def _weighted(g: GraphBuilder, cols: list[Col], weight: Any, name: str) -> list[Col]:
+    """``transformer_weights``: the step's output multiplied by its weight (scikit-learn's ``_hstack``)."""
+    if weight is None or not cols:
+        return cols
+    x = g.matrix(cols, DOUBLE)
+    y = g.op("Mul", x, g.const(np.float64(weight), "weight"), dtype=DOUBLE)
+    return g.block(y, [c.name for c in cols], "float", DOUBLE)
+
+
+def _names_out(container: Any, cols: list[Col], out: list[Col]) -> list[str]:
+    """The container's ``get_feature_names_out``; the emitted names where a step cannot name its outputs
+    (a FunctionTransformer without ``feature_names_out``)."""
+    try:
+        return [str(n) for n in container.get_feature_names_out([c.name for c in cols])]
+    except (AttributeError, ValueError, TypeError):
+        return [c.name for c in out]
 
 
 _UFUNCS = {np.log: "Log", np.exp: "Exp", np.sqrt: "Sqrt", np.abs: "Abs", np.absolute: "Abs",
@@ -94,9 +128,9 @@ def emit_function_transformer(ft: Any, g: GraphBuilder, cols: list[Col]) -> list
         raise ExportError(f"FunctionTransformer({getattr(func, '__name__', func)}) with kw_args cannot be exported")
     x = g.matrix(cols, DOUBLE)
     if func is np.log1p:
-        y = g.op("Log", g.op("Add", x, g.const(np.float64(1.0), "one"), dtype=DOUBLE), dtype=DOUBLE)
+        y = _log1p(g, x)
     elif func is np.expm1:
-        y = g.op("Sub", g.op("Exp", x, dtype=DOUBLE), g.const(np.float64(1.0), "one"), dtype=DOUBLE)
+        y = _expm1(g, x)
     elif func in _UFUNCS:
         y = g.op(_UFUNCS[func], x, dtype=DOUBLE)
     else:
@@ -112,23 +146,46 @@ def emit_function_transformer(ft: Any, g: GraphBuilder, cols: list[Col]) -> list
     return g.block(y, names, "float", DOUBLE)
 
 
+def _log1p(g: GraphBuilder, x):
+    """``log1p`` to within a few ulps: ``u = 1 + x``; ``x`` where ``u == 1``, else ``log(u) * x / (u - 1)``
+    (Kahan's correction; Goldberg, "What every computer scientist should know about floating-point", 1991).
+    ``log(1 + x)`` alone loses the digits of ``x`` that ``1 + x`` rounds away."""
+    one = g.const(np.float64(1.0), "one")
+    u = g.op("Add", x, one, dtype=DOUBLE)
+    um1 = g.op("Sub", u, one, dtype=DOUBLE)
+    corrected = g.op("Div", g.op("Mul", g.op("Log", u, dtype=DOUBLE), x, dtype=DOUBLE), um1, dtype=DOUBLE)
+    # x where 1 + x == 1, and at +inf (where the correction gives inf / inf)
+    keep = g.op("Or", g.op("Equal", u, one, dtype=BOOL), g.op("IsInf", x, detect_negative=0, dtype=BOOL), dtype=BOOL)
+    return g.op("Where", keep, x, corrected, dtype=DOUBLE)
+
+
+def _expm1(g: GraphBuilder, x):
+    """``expm1`` by Kahan's correction: ``u = exp(x)``; ``x`` where ``u == 1``; ``-1`` where ``u - 1 == -1``;
+    else ``(u - 1) * x / log(u)``."""
+    one = g.const(np.float64(1.0), "one")
+    u = g.op("Exp", x, dtype=DOUBLE)
+    um1 = g.op("Sub", u, one, dtype=DOUBLE)
+    corrected = g.op("Div", g.op("Mul", um1, x, dtype=DOUBLE), g.op("Log", u, dtype=DOUBLE), dtype=DOUBLE)
+    saturated = g.op("Equal", um1, g.const(np.float64(-1.0), "minus_one"), dtype=BOOL)
+    corrected = g.op("Where", saturated, um1, corrected, dtype=DOUBLE)
+    return g.op("Where", g.op("Equal", u, one, dtype=BOOL), x, corrected, dtype=DOUBLE)
+
+
 def _skl2onnx_transformer(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]:
     """Any other fitted transformer, through skl2onnx on a double matrix of the columns."""
-    from skl2onnx import convert_sklearn
-    from skl2onnx.common.data_types import DoubleTensorType
-
     from onegraph.export.adapters.onnx_graph import splice
 
+    text = [c.name for c in cols if c.kind == "string"]
+    if text:
+        raise ExportError(f"{type(est).__name__} at {g.path or 'top level'} receives text column(s) "
+                          f"{', '.join(map(repr, text[:5]))}, and onegraph has no emitter for it",
+                          hint="encode text first (onegraph.frame.OneHotEncoder / OrdinalEncoder / TargetEncoder) "
+                               "or use an onegraph transformer")
+    from onegraph.export.adapters.models import skl2onnx_graph
+
     x = g.matrix(cols, DOUBLE)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            proto = convert_sklearn(est, initial_types=[("X", DoubleTensorType([None, len(cols)]))],
-                                    target_opset={"": OPSET, "ai.onnx.ml": ML_OPSET})
-    except Exception as exc:  # skl2onnx raises many exception types for unsupported estimators
-        raise ExportError(f"{type(est).__name__} at {g.path or 'top level'} cannot be exported: {exc}",
-                          hint="use onegraph's transformers or one skl2onnx supports") from None
-    outs = splice(g, proto, {"X": x}, prefix=g.unique(type(est).__name__) + "/", what=type(est).__name__)
+    proto, x_in = skl2onnx_graph(est, g, x, len(cols), f"{type(est).__name__} at {g.path or 'top level'}")
+    outs = splice(g, proto, {"X": x_in}, prefix=g.unique(type(est).__name__) + "/", what=type(est).__name__)
     (y,) = outs.values()
     if y.dtype != DOUBLE:
         y = g.op("Cast", y, to=DOUBLE, dtype=DOUBLE)

@@ -1,6 +1,6 @@
-"""Categorical columns: one-hot and ordinal encoding.
+"""Categorical columns: one-hot, ordinal, frequency and target encoding, rare-category grouping.
 
-Both wrap scikit-learn's encoders (``categories_``, ``drop``, ``handle_unknown``, infrequent categories,
+One-hot and ordinal encoding wrap scikit-learn's encoders (``categories_``, ``drop``, ``handle_unknown``, infrequent categories,
 missing values as a category) and emit one ``ai.onnx.ml.LabelEncoder`` per column (a hash lookup from
 the category to its output position, in double for numbers and NaN included, so high-cardinality columns
 stay fast) followed, for one-hot, by ``OneHot``.
@@ -10,6 +10,9 @@ How each category maps to an output is not re-derived from scikit-learn's rules:
 handling in the graph is exactly what ``transform`` does. With ``handle_unknown="error"`` the graph gets an
 extra boolean output ``onegraph.check:unknown:<column>`` and :func:`onegraph.score` raises
 :class:`~onegraph.errors.UnknownCategoryError` naming the column and the values.
+
+Frequency and target encoding and rare-category grouping are lookups too: one ``LabelEncoder`` from the
+category to its learned value, with a default for categories never seen in fit.
 """
 
 from __future__ import annotations
@@ -18,16 +21,29 @@ import warnings
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import sklearn.preprocessing
 
-from onegraph.emit import BOOL, DOUBLE, FLOAT, INT64, Col, GraphBuilder, register_emitter, to_tensor
+from onegraph.emit import (
+    BOOL,
+    INT64_MIN,
+    CHECK_PREFIXES,
+    DOUBLE,
+    FLOAT,
+    INT64,
+    STRING,
+    Col,
+    GraphBuilder,
+    register_emitter,
+    to_tensor,
+)
 from onegraph.errors import ExportError
 from onegraph.frame.schema import MISSING_STRING
-from onegraph.frame.transformers.base import category_values
+from onegraph.frame.transformers.base import FrameTransformer, category_values, texts
 from onegraph.frame.transformers.wrapped import SklearnBacked
 
 #: Prefix of the boolean graph outputs that flag rows a step refuses (see :func:`onegraph.score`).
-CHECK_UNKNOWN = "onegraph.check:unknown:"
+CHECK_UNKNOWN = CHECK_PREFIXES["unknown_category"]
 
 
 class OneHotEncoder(SklearnBacked):
@@ -143,18 +159,33 @@ def _lookup(g: GraphBuilder, col: Col, keys: np.ndarray, values: np.ndarray, def
         keys = np.append(keys[keep], np.asarray([MISSING_STRING], dtype=object))
         vals = np.append(vals[keep], mapped)
         col = source
-    x = g.vector(col) if col.kind == "string" else g.vector(g.as_double(col))
+    if col.kind == "string":
+        x = g.vector(col)
+    elif col.dtype == INT64 and keys.dtype == np.float64 and np.all(np.isnan(keys) | (keys == np.round(keys))):
+        # integer columns are looked up as they are (missing = INT64_MIN): no cast to double
+        x = g.vector(col)
+        keys = np.where(np.isnan(keys), float(INT64_MIN), keys).astype(np.int64)  # -2**63 is exact
+    else:
+        x = g.vector(g.as_double(col))
+    dtype = INT64 if vals.dtype == np.int64 else STRING if vals.dtype == object else DOUBLE
     return g.op("LabelEncoder", x, domain="ai.onnx.ml",
                 keys_tensor=to_tensor(keys), values_tensor=to_tensor(vals),
-                default_tensor=to_tensor(np.asarray([default], dtype=vals.dtype)),
-                dtype=INT64 if vals.dtype == np.int64 else DOUBLE)
+                default_tensor=to_tensor(np.asarray([default], dtype=vals.dtype)), dtype=dtype)
+
+
+def lookup_index(g: GraphBuilder, col: Col, keys: np.ndarray):
+    """int64 :class:`~onegraph.frame.tensors.Val`: the position of each value of ``col`` in ``keys``
+    (strings, or doubles with NaN for missing), -1 where absent."""
+    from onegraph.frame.tensors import Val
+
+    return Val(g, _lookup(g, col, keys, np.arange(len(keys), dtype=np.int64), -1), INT64)
 
 
 def _check_unknown(g: GraphBuilder, col: Col, keys: np.ndarray) -> None:
     """Add the boolean output flagging rows whose value is not a known category."""
     known = _lookup(g, col, keys, np.zeros(len(keys), np.int64), 1)
     flag = g.op("Cast", known, to=BOOL, dtype=BOOL)
-    g.output(flag, CHECK_UNKNOWN + col.name, BOOL)
+    g.flag(flag, "unknown_category", col.name)
 
 
 @register_emitter(sklearn.preprocessing.OneHotEncoder)
@@ -198,3 +229,167 @@ def emit_ordinal_encoder(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col
             _check_unknown(g, col, keys)
         out.append(Col(names[i], "float", value, DOUBLE))
     return out
+
+
+# -- frequency, target and rare-category encodings -------------------------------------------------
+def _value_table(g: GraphBuilder, col: Col, cats: list, values: np.ndarray, default: float) -> Col:
+    """A double column: ``values[i]`` where ``col`` holds ``cats[i]`` (missing included), else ``default``."""
+    _, keys = _keys(col, np.asarray(cats, dtype=object))
+    out = _lookup(g, col, keys, np.asarray(values, dtype=np.float64), float(default))
+    return Col(col.name, "float", out, DOUBLE)
+
+
+class FrequencyEncoder(FrameTransformer):
+    """Each value becomes how often it occurs in fit: ``s.map(s_fit.value_counts(normalize, dropna=False))``.
+
+    Parameters
+    ----------
+    normalize:
+        False: counts; True: fractions of the rows seen in fit.
+    unseen:
+        Result for a value never seen in fit (default 0: it occurred zero times).
+
+    Missing values are counted as one more value (their own frequency). Output float64, same names.
+    """
+
+    def __init__(self, *, normalize: bool = False, unseen: float = 0.0) -> None:
+        self.normalize = normalize
+        self.unseen = unseen
+
+    def _fit(self, frame: pd.DataFrame, y: Any) -> None:
+        self.frequencies_ = {}
+        for spec in self.input_specs_:
+            values = pd.Series(category_values(spec, frame[spec.name]), dtype=object)
+            self.frequencies_[spec.name] = values.value_counts(normalize=self.normalize, dropna=False)
+
+    def _names_out(self) -> list[str]:
+        return list(self.feature_names_in_)
+
+    def _transform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        out = {}
+        for spec in self.input_specs_:
+            values = pd.Series(category_values(spec, frame[spec.name]), dtype=object)
+            table = self.frequencies_[spec.name]
+            found = table.index.get_indexer(pd.Index(values, dtype=object))
+            out[spec.name] = np.where(found >= 0, table.to_numpy(np.float64)[found], float(self.unseen))
+        return pd.DataFrame(out, index=frame.index)
+
+    def emit(self, g: GraphBuilder, cols: list[Col]) -> list[Col]:
+        out = []
+        for col in cols:
+            table = self.frequencies_[col.name]
+            out.append(_value_table(g, col, list(table.index), table.to_numpy(np.float64), self.unseen))
+        return out
+
+
+class TargetEncoder(SklearnBacked):
+    """Each category becomes a smoothed mean of the target, as :class:`sklearn.preprocessing.TargetEncoder`.
+
+    ``fit_transform`` returns *out-of-fold* encodings (cross fitting with ``cv`` folds, so a row's own
+    target does not leak into its feature: use it through a ``Pipeline``); ``transform`` and the graph use
+    the encodings learned on all the data (``encodings_``), and ``target_mean_`` for categories never
+    seen. Smoothing (``smooth``): ``"auto"`` (empirical Bayes) or a weight ``m`` in
+    ``(n * mean_category + m * mean_target) / (n + m)``. Missing values are a category. Binary and
+    continuous targets give one column per feature (same name); a multiclass target one per class
+    (``<column>_<class>``).
+    """
+
+    sklearn_class = sklearn.preprocessing.TargetEncoder
+    convert = staticmethod(category_values)
+
+    def __init__(self, *, categories: Any = "auto", target_type: str = "auto", smooth: Any = "auto",
+                 cv: Any = 5) -> None:
+        self.categories = categories
+        self.target_type = target_type
+        self.smooth = smooth
+        self.cv = cv
+
+    def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> Any:
+        """Fit, and return the out-of-fold encodings of ``X`` (scikit-learn's cross fitting)."""
+        frame = self._check_frame(X, reset=True)
+        from sklearn.base import clone
+
+        self.estimator_ = clone(self.sklearn_class(**self._sklearn_params()))
+        out = self.estimator_.fit_transform(self._matrix(frame), y)
+        self._copy_learned()
+        return self._wrap(pd.DataFrame(out, columns=self._names_out(), index=frame.index))
+
+
+@register_emitter(sklearn.preprocessing.TargetEncoder)
+def emit_target_encoder(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]:
+    names = [str(n) for n in est.get_feature_names_out([c.name for c in cols])]
+    classes = len(est.classes_) if est.target_type_ == "multiclass" else 1
+    means = np.atleast_1d(np.asarray(est.target_mean_, dtype=np.float64))
+    out = []
+    for i, col in enumerate(cols):
+        for j in range(classes):
+            enc = est.encodings_[i * classes + j]
+            c = _value_table(g, col, list(est.categories_[i]), enc, means[j if classes > 1 else 0])
+            out.append(c.renamed(names[len(out)]))
+    return out
+
+
+class RareCategoryGrouper(FrameTransformer):
+    """Replace categories seen too rarely in fit by one label (IBM's ``MinorityTransformer``).
+
+    Parameters
+    ----------
+    min_count:
+        Categories seen fewer times than this in fit are rare.
+    min_frequency:
+        Or: categories making up less than this fraction of the rows are rare.
+    other:
+        The label rare categories become.
+    unseen:
+        ``"other"`` (default): categories never seen in fit become ``other`` too; ``"keep"``: they stay.
+
+    Text columns; missing values stay missing. pandas: ``s.where(s.isin(kept) | s.isna(), other)``.
+    """
+
+    accepts = ("string",)
+
+    def __init__(self, *, min_count: int | None = None, min_frequency: float | None = None,
+                 other: str = "other", unseen: str = "other") -> None:
+        self.min_count = min_count
+        self.min_frequency = min_frequency
+        self.other = other
+        self.unseen = unseen
+
+    def _fit(self, frame: pd.DataFrame, y: Any) -> None:
+        if (self.min_count is None) == (self.min_frequency is None):
+            raise ValueError("RareCategoryGrouper: give one of min_count or min_frequency")
+        if self.unseen not in ("other", "keep"):
+            raise ValueError(f"RareCategoryGrouper: unseen={self.unseen!r}; use 'other' or 'keep'")
+        self.frequent_, self.rare_ = {}, {}
+        for spec in self.input_specs_:
+            counts = pd.Series(texts(spec, frame[spec.name]), dtype=object).value_counts(dropna=True)
+            limit = self.min_count if self.min_count is not None else self.min_frequency * len(frame)
+            self.frequent_[spec.name] = [str(v) for v in counts.index[counts.to_numpy() >= limit]]
+            self.rare_[spec.name] = [str(v) for v in counts.index[counts.to_numpy() < limit]]
+
+    def _names_out(self) -> list[str]:
+        return list(self.feature_names_in_)
+
+    def _transform(self, frame: pd.DataFrame) -> pd.DataFrame:
+        out = {}
+        for spec in self.input_specs_:
+            s = pd.Series(texts(spec, frame[spec.name]), dtype=object)
+            keep = s.isin(self.frequent_[spec.name]) | s.isna()
+            if self.unseen == "keep":
+                keep |= ~s.isin(self.rare_[spec.name])
+            out[spec.name] = s.where(keep, self.other).to_numpy(object)
+        return pd.DataFrame(out, index=frame.index)
+
+    def emit(self, g: GraphBuilder, cols: list[Col]) -> list[Col]:
+        from onegraph.frame.tensors import Val, where
+
+        out = []
+        for col in cols:
+            marked = self.rare_[col.name] if self.unseen == "keep" else self.frequent_[col.name]
+            keys = np.asarray(marked + [MISSING_STRING], dtype=object)
+            index = lookup_index(g, col, keys)
+            x = Val(g, g.vector(col), STRING)
+            # "other" mode: keys are the kept values (and missing); "keep" mode: keys are the rare ones
+            grouped = (index < 0) if self.unseen == "other" else (index >= 0) & (index < len(marked))
+            out.append(Col(col.name, "string", where(grouped, str(self.other), x).value, STRING))
+        return out

@@ -44,16 +44,21 @@ class StandardScaler(SklearnBacked):
         self.with_std = with_std
 
 
-@register_emitter(sklearn.preprocessing.StandardScaler)
-def emit_standard_scaler(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]:
+def _center_scale(g: GraphBuilder, cols: list[Col], center: Any, scale: Any) -> list[Col]:
+    """``(x - center) / scale`` on the double block of ``cols``, either step skipped when None."""
     x = _double_block(g, cols)
-    if est.with_mean:
-        x = g.op("Sub", x, g.const(est.mean_, "mean"), dtype=DOUBLE)
-    if est.with_std:
-        x = g.op("Div", x, g.const(est.scale_, "scale"), dtype=DOUBLE)
-    if x is cols[0].value:
+    if center is not None:
+        x = g.op("Sub", x, g.const(center, "center"), dtype=DOUBLE)
+    if scale is not None:
+        x = g.op("Div", x, g.const(scale, "scale"), dtype=DOUBLE)
+    if center is None and scale is None:
         x = g.op("Identity", x, dtype=DOUBLE)
     return g.block(x, [c.name for c in cols], "float", DOUBLE)
+
+
+@register_emitter(sklearn.preprocessing.StandardScaler)
+def emit_standard_scaler(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]:
+    return _center_scale(g, cols, est.mean_ if est.with_mean else None, est.scale_ if est.with_std else None)
 
 
 class MinMaxScaler(SklearnBacked):
@@ -101,14 +106,8 @@ class RobustScaler(SklearnBacked):
 
 @register_emitter(sklearn.preprocessing.RobustScaler)
 def emit_robust_scaler(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]:
-    x = _double_block(g, cols)
-    if est.with_centering:
-        x = g.op("Sub", x, g.const(est.center_, "center"), dtype=DOUBLE)
-    if est.with_scaling:
-        x = g.op("Div", x, g.const(est.scale_, "scale"), dtype=DOUBLE)
-    if x is cols[0].value:
-        x = g.op("Identity", x, dtype=DOUBLE)
-    return g.block(x, [c.name for c in cols], "float", DOUBLE)
+    return _center_scale(g, cols, est.center_ if est.with_centering else None,
+                         est.scale_ if est.with_scaling else None)
 
 
 class MaxAbsScaler(SklearnBacked):
@@ -127,8 +126,7 @@ class MaxAbsScaler(SklearnBacked):
 
 @register_emitter(sklearn.preprocessing.MaxAbsScaler)
 def emit_max_abs_scaler(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]:
-    x = g.op("Div", _double_block(g, cols), g.const(est.scale_, "scale"), dtype=DOUBLE)
-    return g.block(x, [c.name for c in cols], "float", DOUBLE)
+    return _center_scale(g, cols, None, est.scale_)
 
 
 # -- power transforms -----------------------------------------------------------------------------

@@ -24,15 +24,19 @@ class ColumnSelector(FrameTransformer):
         ``"timedelta"``; ``"number"`` means the first three).
     pattern:
         Keep only columns whose name matches this regular expression (``re.search``).
+    drop:
+        Invert the selection: keep every column *except* those the other parameters select (IBM's
+        ``ColumnSelector(drop=True)``).
 
     Raises :class:`~onegraph.errors.MissingColumnError` in fit when a named column is absent.
     """
 
     def __init__(self, columns: list[str] | None = None, *, kinds: list[str] | None = None,
-                 pattern: str | None = None) -> None:
+                 pattern: str | None = None, drop: bool = False) -> None:
         self.columns = columns
         self.kinds = kinds
         self.pattern = pattern
+        self.drop = drop
 
     def _fit(self, frame: pd.DataFrame, y: Any) -> None:
         names = list(self.feature_names_in_)
@@ -49,6 +53,9 @@ class ColumnSelector(FrameTransformer):
             if (kinds is None or self._spec(n).kind in kinds)
             and (self.pattern is None or re.search(self.pattern, n))
         ]
+        if self.drop:
+            chosen = set(self.selected_)
+            self.selected_ = [n for n in self.feature_names_in_ if n not in chosen]
 
     def _transform(self, frame: pd.DataFrame) -> pd.DataFrame:
         return frame[self.selected_].copy()

@@ -31,6 +31,10 @@ class SklearnBacked(FrameTransformer):
 
     def _fit(self, frame: pd.DataFrame, y: Any) -> None:
         self.estimator_ = clone(self.sklearn_class(**self._sklearn_params())).fit(self._matrix(frame), y)
+        self._copy_learned()
+
+    def _copy_learned(self) -> None:
+        """Expose the estimator's learned attributes (``mean_``, ``categories_``...) on this object."""
         for name, value in vars(self.estimator_).items():
             if name.endswith("_") and not name.startswith("_") and name not in ("n_features_in_", "feature_names_in_"):
                 setattr(self, name, value)

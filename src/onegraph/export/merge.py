@@ -1,0 +1,327 @@
+"""``compose_models``: ONNX models built elsewhere (``.onnx`` files) -> one model.
+
+Each model is spliced into one graph (opsets aligned, old tree operators rewritten, names prefixed with the
+model's name, identical initializers kept once, identical nodes on identical inputs — the same preprocessing
+built into several files — computed once):
+
+* inputs of the same name are one input of the result (they must have the same type: an error names both
+  models otherwise), so models that take the same DataFrame columns share them;
+* a model whose only input is a feature matrix (``[N, width]`` float / double, no column schema) is fed by
+  the preprocessing-only model before it (a onegraph model whose outputs are all ``feature`` columns): its
+  columns are stacked in order and cast; the widths must agree (an error names both models otherwise).
+  Such a chained preprocessing is internal: its columns are not outputs of the result.
+
+Outputs keep their names when one model remains; with several, they are ``<model name>.<output>``, and an
+ensemble adds ``label`` / ``probabilities`` (or ``prediction``). The reference for the parity check is the
+same models run as separate onnxruntime sessions chained in Python (:func:`run_chained`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import onnx
+import onnx_ir as ir
+
+from onegraph.emit import DOUBLE, FLOAT, Col, GraphBuilder
+from onegraph.errors import ExportError, ParityError
+from onegraph.export.adapters.models import ModelOutputs
+from onegraph.export.ensemble import Ensemble
+from onegraph.export.postprocess import PostStep
+from onegraph.frame.schema import ColumnSpec
+from onegraph.io import load_model
+from onegraph.meta import schema as meta
+
+_ROLE_BY_NAME = {"label": "label", "probabilities": "probabilities", "prediction": "prediction"}
+_ELEM = {onnx.TensorProto.DOUBLE: ("float", "double"), onnx.TensorProto.FLOAT: ("float", "float"),
+         onnx.TensorProto.INT64: ("int", "int64"), onnx.TensorProto.BOOL: ("bool", "bool"),
+         onnx.TensorProto.STRING: ("string", "string")}
+
+
+@dataclasses.dataclass
+class Part:
+    """One model of a merge: its graph, the columns it takes, what its outputs mean."""
+
+    name: str
+    proto: onnx.ModelProto
+    specs: list[ColumnSpec]
+    outputs: list[dict]
+    matrix: tuple[str, str, int | None] | None = None  # (input name, "float" / "double", width) of a matrix model
+    feeds_from: str | None = None
+    internal: bool = False
+
+    @property
+    def source(self) -> str:
+        return f"model {self.name!r}"
+
+    @property
+    def model(self) -> onnx.ModelProto:
+        return self.proto
+
+    @property
+    def roles(self) -> dict[str, str]:
+        return {o["role"]: o["name"] for o in self.outputs if o.get("role") in _ROLE_BY_NAME}
+
+    @property
+    def task(self) -> str:
+        return "regressor" if "prediction" in self.roles and "label" not in self.roles else "classifier"
+
+    @property
+    def classes(self) -> list | None:
+        return next((o.get("classes") for o in self.outputs if o.get("role") == "probabilities"), None)
+
+    @property
+    def is_preprocessing(self) -> bool:
+        return bool(self.outputs) and all(o.get("role") in ("feature", "check") for o in self.outputs)
+
+
+def read_part(model: Any, name: str) -> Part:
+    """A model file (path, bytes, ModelProto) as a :class:`Part` named ``name``."""
+    proto = load_model(model)
+    fields, _ = meta.decode({p.key: p.value for p in proto.metadata_props})
+    inits = {i.name for i in proto.graph.initializer}
+    graph_inputs = [i for i in proto.graph.input if i.name not in inits]
+    matrix = None
+    if "inputs" in fields:
+        specs = [ColumnSpec.from_dict(d) for d in fields["inputs"]]
+    else:
+        specs = []
+        for i in graph_inputs:
+            t = i.type.tensor_type
+            rank = len(t.shape.dim)
+            if t.elem_type not in _ELEM or rank not in (1, 2):
+                raise ExportError(f"model {name!r}: input {i.name!r} is not a table column or feature matrix")
+            if rank == 2 and len(graph_inputs) == 1 and t.elem_type in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE):
+                dim = t.shape.dim[1]
+                matrix = (i.name, _ELEM[t.elem_type][1], dim.dim_value if dim.HasField("dim_value") else None)
+                continue
+            kind, onnx_type = _ELEM[t.elem_type]
+            specs.append(ColumnSpec(i.name, kind, onnx_type, source_dtype=onnx_type))
+    outputs = fields.get("outputs") or [_guess_role(o) for o in proto.graph.output]
+    return Part(name, proto, specs, outputs, matrix)
+
+
+def _guess_role(output: onnx.ValueInfoProto) -> dict:
+    t = output.type.tensor_type
+    role = _ROLE_BY_NAME.get(output.name)
+    if role is None:
+        if t.elem_type in (onnx.TensorProto.STRING, onnx.TensorProto.INT64) and len(t.shape.dim) <= 1:
+            role = "label"
+        else:
+            role = "output"
+    return {"name": output.name, "column": output.name, "role": role}
+
+
+def _names(models: Sequence[Any], names: Sequence[str] | None) -> list[str]:
+    if names is not None:
+        if len(names) != len(models):
+            raise ExportError(f"{len(names)} name(s) for {len(models)} models", hint="give one name per model")
+        out = list(names)
+    else:
+        out = []
+        for i, m in enumerate(models):
+            stem = os.path.splitext(os.path.basename(os.fspath(m)))[0] if isinstance(m, (str, os.PathLike)) \
+                else f"model{i + 1}"
+            out.append(re.sub(r"[^A-Za-z0-9_\-]", "_", stem))
+    if len(set(out)) != len(out):
+        raise ExportError(f"model names repeat: {out}", hint="give each model its own name (--name)")
+    return out
+
+
+def plan(models: Sequence[Any], names: Sequence[str] | None = None) -> list[Part]:
+    """Read the models and decide which preprocessing feeds which matrix model (checked)."""
+    parts = [read_part(m, n) for m, n in zip(models, _names(models, names))]
+    columns: dict[str, tuple[ColumnSpec, str]] = {}
+    for p in parts:
+        for s in p.specs:
+            have = columns.get(s.name)
+            if have is not None and (have[0].onnx_type, have[0].kind) != (s.onnx_type, s.kind):
+                raise ExportError(f"input {s.name!r} is {have[0].kind} ({have[0].onnx_type}) in model {have[1]!r} but "
+                                  f"{s.kind} ({s.onnx_type}) in model {p.name!r}",
+                                  hint="build both from data with the same column types")
+            columns.setdefault(s.name, (s, p.name))
+    for i, p in enumerate(parts):
+        if p.matrix is None:
+            continue
+        producer = next((q for q in reversed(parts[:i]) if q.is_preprocessing), None)
+        if producer is None:
+            raise ExportError(f"model {p.name!r} takes a feature matrix ({p.matrix[0]!r}) and no preprocessing "
+                              "before it gives one", hint="put a preprocessing-only model before it")
+        features = [o for o in producer.outputs if o.get("role") == "feature"]
+        kinds = {o.get("kind", "float") for o in features}
+        if kinds - {"float", "int", "bool"}:
+            raise ExportError(f"model {producer.name!r} gives text columns but model {p.name!r} takes a numeric "
+                              "feature matrix", hint="encode the text in the preprocessing")
+        if p.matrix[2] is not None and len(features) != p.matrix[2]:
+            raise ExportError(f"model {producer.name!r} gives {len(features)} columns but model {p.name!r} takes "
+                              f"a {p.matrix[1]} feature matrix [N, {p.matrix[2]}]",
+                              hint="chain a preprocessing that gives the columns the model was fitted on")
+        p.feeds_from = producer.name
+        producer.internal = True
+    return parts
+
+
+def compose_models(models: Sequence[Any], *, names: Sequence[str] | None = None,
+                   ensemble: Ensemble | str | None = None, post: Sequence[PostStep] = (), sample: Any = None,
+                   path: str | os.PathLike | None = None, rtol: float = 1e-5, atol: float = 1e-6,
+                   name: str = "onegraph") -> onnx.ModelProto:
+    """Merge ONNX models (paths, bytes or ``ModelProto``) into one; none of them is modified.
+
+    Parameters
+    ----------
+    models: the models, in order (a preprocessing-only model before the matrix models it feeds).
+    names: one name per model (default: the file names without extension).
+    ensemble: combines the models' answers (``"mean"``, ``"weighted"``, ``"vote"`` or an
+        :class:`~onegraph.export.Ensemble`); the models must be classifiers of the same classes or regressors.
+    post: post-processing of the answer (one model's or the ensemble's).
+    sample: rows to check the merged model on, against the same models run as separate sessions chained
+        in Python (labels identical, numbers within ``atol + rtol * |expected|``); None skips the check.
+    path: where to write the result (atomically).
+
+    Returns
+    -------
+    onnx.ModelProto
+        One input per column the models take; outputs as the module docstring says.
+
+    Raises
+    ------
+    ExportError
+        for inputs of one name but different types, a matrix model without a preprocessing that fits it
+        (naming both models), or models an ensemble cannot combine.
+    ParityError
+        when the merged model's outputs differ from the chained sessions' on ``sample``.
+    """
+    from onegraph.export.adapters.onnx_graph import splice
+    from onegraph.export.build import _INPUT_TYPES, _finish
+    from onegraph.export.compose import _answer, _declare_outputs, _named_models, _tidy
+
+    if not models:
+        raise ExportError("no model to compose", hint="give at least one .onnx file")
+    parts = plan(models, names)
+    if isinstance(ensemble, str):
+        ensemble = Ensemble(ensemble)
+    g = GraphBuilder(name)
+    specs: dict[str, ColumnSpec] = {}
+    for p in parts:
+        for s in p.specs:
+            specs.setdefault(s.name, s)
+    values = {n: g.input(n, _INPUT_TYPES[s.onnx_type]) for n, s in specs.items()}
+    raw: dict[str, dict[str, ir.Value]] = {}
+    for p in parts:
+        if p.matrix is not None:
+            features = [o for o in parts_by_name(parts)[p.feeds_from].outputs if o.get("role") == "feature"]
+            cols = [Col(o["column"], o.get("kind", "float"), raw[p.feeds_from][o["name"]],
+                        raw[p.feeds_from][o["name"]].dtype or DOUBLE) for o in features]
+            x = g.matrix(cols, DOUBLE)
+            if p.matrix[1] == "float":
+                x = g.op("Cast", x, to=FLOAT, dtype=FLOAT)
+            feeds = {p.matrix[0]: x}
+        else:
+            feeds = {s.name: values[s.name] for s in p.specs}
+        with g.scope(p.name):
+            raw[p.name] = splice(g, p.proto, feeds, prefix=f"{p.name}/", what=f"model {p.name!r}")
+    exposed = [p for p in parts if not p.internal]
+    outs = {p.name: _model_outputs(g, p, raw[p.name]) for p in exposed}
+    if ensemble is not None:
+        _named_models({p.name: p for p in exposed}, ensemble)  # checks the count
+    answer, classes, _ = _answer(g, outs, {p.name: p for p in exposed}, ensemble)
+    for step in post:
+        if answer is None:
+            raise ExportError(f"{type(step).__name__} applies to one model's or an ensemble's answer")
+        vals, classes = step.emit(g, dict(answer.values), classes)
+        answer = ModelOutputs(vals, classes)
+    entries = _declare_outputs(g, outs, answer, {p.name: p for p in exposed}, set(specs))
+    for entry in entries:
+        part = next((p for p in exposed if p.name == entry.get("model")), None)
+        original = next((o for o in part.outputs if o["role"] == entry["role"]), None) if part else None
+        if original and "kind" in original:
+            entry["kind"] = original["kind"]
+    ir_model = g.to_model()
+    _tidy(ir_model, merge_common=True)
+    used = {v.name for v in ir_model.graph.inputs}
+    fields = {"models": [{"name": p.name, "source": p.proto.producer_name or "onnx"} for p in parts]}
+    if ensemble is not None:
+        fields["ensemble"] = ensemble.to_dict()
+    proto = _finish(ir_model, [s for s in specs.values() if s.name in used], entries, None, {}, fields)
+    if sample is not None:
+        report = merged_parity(proto, parts, sample, ensemble, post, rtol, atol)
+        if not report.ok:
+            raise ParityError(f"the merged graph diverges from the chained models on output(s) "
+                              f"{', '.join(report.failed)}:\n{report}", report)
+    if path is not None:
+        from onegraph.io import save_model
+
+        save_model(proto, path)
+    return proto
+
+
+def parts_by_name(parts: list[Part]) -> dict[str, Part]:
+    return {p.name: p for p in parts}
+
+
+def _model_outputs(g: GraphBuilder, part: Part, raw: dict[str, ir.Value]) -> ModelOutputs:
+    """A part's outputs by role (roles it does not name are kept under their own output name)."""
+    values = {}
+    for o in part.outputs:
+        if o.get("role") == "check":
+            g.output(raw[o["name"]], o["name"], raw[o["name"]].dtype)  # a refused category still refuses
+            continue
+        role = o["role"] if o.get("role") in _ROLE_BY_NAME else o["name"]
+        v = raw[o["name"]]
+        if role in ("probabilities", "prediction") and v.dtype != DOUBLE:
+            shape = v.shape
+            v = g.op("Cast", v, to=DOUBLE, dtype=DOUBLE)
+            v.shape = shape
+        values[role] = v
+    return ModelOutputs(values, part.classes)
+
+
+def run_chained(parts: list[Part], data: Any) -> dict[str, dict[str, np.ndarray]]:
+    """Every part run as its own onnxruntime session, in order, the preprocessing's columns passed to the
+    matrix models in Python: outputs by part name, then by role (or output name)."""
+    from onegraph.runtime.session import Session
+
+    results: dict[str, dict[str, np.ndarray]] = {}
+    by_name = parts_by_name(parts)
+    for p in parts:
+        sess = Session(p.proto)
+        if p.matrix is not None:
+            producer = by_name[p.feeds_from]
+            cols = [results[p.feeds_from][o["name"]] for o in producer.outputs if o.get("role") == "feature"]
+            x = np.column_stack([np.asarray(c, np.float64) for c in cols])
+            x = x.astype(np.float32 if p.matrix[1] == "float" else np.float64)
+            got = dict(zip([o.name for o in sess._session.get_outputs()], sess._session.run(None, {p.matrix[0]: x})))
+        else:
+            got = sess.run(data)
+        results[p.name] = {o["role"] if o.get("role") in _ROLE_BY_NAME else o["name"]: got[o["name"]]
+                           for o in p.outputs}
+    return results
+
+
+def merged_parity(proto: onnx.ModelProto, parts: list[Part], data: Any, ensemble: Ensemble | None,
+                  post: Sequence[PostStep], rtol: float, atol: float):
+    """:class:`~onegraph.verify.parity.ParityReport` of the merged model against :func:`run_chained`."""
+    from onegraph.export.compose import outputs_parity
+
+    chained = run_chained(parts, data)
+    exposed = [p for p in parts if not p.internal]
+    expected: dict[str, np.ndarray] = {}
+    answer, classes = None, None
+    if len(exposed) == 1 and ensemble is None:
+        answer, classes = dict(chained[exposed[0].name]), exposed[0].classes
+    else:
+        for p in exposed:
+            expected.update({f"{p.name}.{role}": v for role, v in chained[p.name].items()})
+        if ensemble is not None:
+            task, classes = ensemble.resolve({p.name: p for p in exposed})
+            answer = ensemble.apply({p.name: chained[p.name] for p in exposed}, task, classes)
+    if answer is not None:
+        for step in post:
+            answer, classes = step.apply(answer, classes)
+        expected.update(answer)
+    return outputs_parity(proto, data, expected, rtol, atol)

@@ -1,0 +1,209 @@
+"""Reading, writing and comparing a model's metadata (:mod:`onegraph.meta.schema`), and the values
+``onegraph.build`` fills in: hyperparameters, the training data's content hash, the dtypes in use."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import numpy as np
+import onnx
+
+from onegraph.meta.schema import FIELDS, PREFIX, STANDARD_KEYS, Metadata, MetadataError, encode, read
+
+_ALIASES = {standard: name for name, standard in STANDARD_KEYS.items()}
+
+
+def read_metadata(model: Any, *, trusted: bool = False) -> Metadata:
+    """The metadata of ``model`` (path, bytes or ModelProto), read without raising, checked against its graph.
+
+    Besides each value's own type, the names it mentions must exist: ``inputs`` / ``outputs`` entries name
+    graph inputs / outputs, ``transfer_learning`` parameters name initializers, ``precision`` regions name
+    nodes. Problems are :class:`~onegraph.meta.schema.MetadataError` entries of ``Metadata.errors``.
+
+    Raises :class:`~onegraph.errors.ModelFileError` for a file that is not a model (see
+    :func:`onegraph.io.load_model`; ``trusted`` skips its isolated pre-parse).
+    """
+    from onegraph.io import load_model
+
+    proto = load_model(model, trusted=trusted)
+    found = read({p.key: p.value for p in proto.metadata_props})
+    found.errors.extend(_against_graph(proto, found.fields))
+    return found
+
+
+def _against_graph(proto: onnx.ModelProto, fields: Mapping[str, Any]) -> list[MetadataError]:
+    g = proto.graph
+    problems = []
+
+    def missing(key: str, names: Iterable[str], have: set[str], what: str) -> None:
+        absent = [n for n in names if n not in have]
+        if absent:
+            problems.append(MetadataError(PREFIX + key, f"names {what} the graph does not have: {absent[:5]}"))
+
+    if isinstance(fields.get("inputs"), list):
+        missing("inputs", [c["name"] for c in fields["inputs"]], {i.name for i in g.input}, "inputs")
+    if isinstance(fields.get("outputs"), list):
+        missing("outputs", [o["name"] for o in fields["outputs"]], {o.name for o in g.output}, "outputs")
+    initializers = {t.name for t in g.initializer}
+    tl = fields.get("transfer_learning")
+    if isinstance(tl, dict):
+        missing("transfer_learning", [*tl.get("frozen", []), *tl.get("trainable", [])], initializers, "initializers")
+    precision = fields.get("precision")
+    if isinstance(precision, dict):
+        nodes = {n.name for n in g.node}
+        missing("precision", [n for r in precision.get("regions", []) for n in r["nodes"]], nodes, "nodes")
+    return problems
+
+
+def set_metadata(model: Any, updates: Mapping[str, Any] | None = None, *, remove: Iterable[str] = (),
+                 trusted: bool = False) -> onnx.ModelProto:
+    """A copy of ``model`` with metadata fields set or removed; the input is not modified.
+
+    Parameters
+    ----------
+    model:
+        Path, bytes or ``onnx.ModelProto``.
+    updates:
+        field -> value. Fields of the schema (``author``, ``training_data``...; JSON fields take the value or
+        its JSON text) are validated; ``model_author`` / ``model_license`` mean ``author`` / ``license``;
+        any other key (``com.example.x``) is stored as given (a string).
+    remove:
+        Fields or keys to delete.
+
+    Raises
+    ------
+    MetadataError
+        naming the first malformed value (nothing is changed).
+    """
+    from onegraph.io import load_model
+
+    proto = onnx.ModelProto()
+    proto.CopyFrom(load_model(model, trusted=trusted))
+    props = {p.key: p.value for p in proto.metadata_props}
+    ours, foreign = {}, {}
+    for key, value in (updates or {}).items():
+        name = _field_name(key)
+        if name is None:
+            if not isinstance(value, str):
+                raise MetadataError(key, f"a key outside {PREFIX}* takes a string, not {type(value).__name__}")
+            foreign[key] = value
+        else:
+            ours[name] = value
+    props.update(encode(ours))
+    props.update(foreign)
+    for key in remove:
+        name = _field_name(key)
+        for k in ([PREFIX + name, STANDARD_KEYS.get(name, "")] if name else [key]):
+            props.pop(k, None)
+    del proto.metadata_props[:]
+    for key, value in props.items():
+        proto.metadata_props.add(key=key, value=value)
+    return proto
+
+
+def _field_name(key: str) -> str | None:
+    """The schema field a key means (``org.onegraph.author``, ``author``, ``model_author``), else None."""
+    name = key[len(PREFIX):] if key.startswith(PREFIX) else _ALIASES.get(key, key)
+    if name in FIELDS or key.startswith(PREFIX):
+        return name
+    return None
+
+
+def diff(a: Metadata, b: Metadata) -> list[tuple[str, Any, Any]]:
+    """(key, value in ``a``, value in ``b``) for every key that differs; None where a key is absent."""
+    pa, pb = _comparable(a), _comparable(b)
+    return [(k, pa.get(k), pb.get(k)) for k in sorted(pa.keys() | pb.keys()) if pa.get(k) != pb.get(k)]
+
+
+def _comparable(m: Metadata) -> dict[str, Any]:
+    out: dict[str, Any] = {PREFIX + k: v for k, v in m.fields.items()}
+    out.update({PREFIX + k: v for k, v in m.invalid.items()})
+    out.update(m.others)
+    return out
+
+
+# -- what build fills in --------------------------------------------------------------------------
+def model_hash(model: Any) -> str:
+    """``sha256:<hex>`` of a model file's bytes (or of a ModelProto's serialization): what ``lineage.parent``
+    holds for a child model."""
+    if isinstance(model, (str, os.PathLike)):
+        with open(model, "rb") as f:
+            digest = hashlib.file_digest(f, "sha256")
+        return f"sha256:{digest.hexdigest()}"
+    data = model.SerializeToString() if isinstance(model, onnx.ModelProto) else bytes(model)
+    return f"sha256:{hashlib.sha256(data).hexdigest()}"
+
+
+def table_hash(frame: Any) -> str:
+    """``sha256:<hex>`` of a pandas DataFrame's content: its column names and dtypes (as JSON), then the
+    64-bit row hashes of ``pandas.util.hash_pandas_object(frame, index=False)``. Equal tables give equal
+    hashes; row order, values, names and dtypes all count."""
+    import pandas as pd
+
+    h = hashlib.sha256(json.dumps([[str(c), str(frame[c].dtype)] for c in frame.columns]).encode())
+    h.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
+    return f"sha256:{h.hexdigest()}"
+
+
+def jsonable_params(obj: Any) -> dict[str, Any]:
+    """``obj.get_params(deep=False)`` as JSON values: numbers, strings, lists; estimators and other objects
+    by their qualified class name; non-finite floats as text (JSON has no NaN)."""
+    getter = getattr(obj, "get_params", None)
+    if getter is None:
+        return {}
+    return {str(k): _jsonable(v) for k, v in getter(deep=False).items()}
+
+
+def _jsonable(value: Any, depth: int = 0) -> Any:
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, np.ndarray) and value.size <= 100:
+        value = value.tolist()
+    if isinstance(value, (list, tuple)) and depth < 4:
+        return [_jsonable(v, depth + 1) for v in value]
+    if isinstance(value, dict) and depth < 4:
+        return {str(k): _jsonable(v, depth + 1) for k, v in value.items()}
+    named = isinstance(value, type) or (callable(value) and hasattr(value, "__qualname__"))
+    return qualified_name(value if named else type(value))  # a class or function by name, an object by class
+
+
+def qualified_name(target: Any) -> str:
+    """``sklearn.linear_model.LogisticRegression`` for a class or function: its public module path (private
+    parts such as ``_logistic`` dropped) and qualified name."""
+    module = ".".join(p for p in (getattr(target, "__module__", None) or "").split(".") if not p.startswith("_"))
+    return f"{module}.{target.__qualname__}" if module else target.__qualname__
+
+
+def dtypes_in_use(proto: onnx.ModelProto) -> list[str]:
+    """Sorted ONNX element types (lower-case ``TensorProto`` names) of the model's inputs, outputs, value
+    infos, initializers and Cast targets."""
+    g = proto.graph
+    types = {v.type.tensor_type.elem_type for v in [*g.input, *g.output, *g.value_info]
+             if v.type.HasField("tensor_type")}
+    types |= {t.data_type for t in g.initializer}
+    types |= {a.i for n in g.node if n.op_type == "Cast" for a in n.attribute if a.name == "to"}
+    types.discard(onnx.TensorProto.UNDEFINED)
+    return sorted(onnx.TensorProto.DataType.Name(t).lower() for t in types if t in onnx.TensorProto.DataType.values())
+
+
+def source_library(obj: Any) -> str | None:
+    """``<distribution> <version>`` of the library that defines ``obj``'s class (``scikit-learn 1.9.1``)."""
+    from importlib import metadata
+
+    top = type(obj).__module__.split(".")[0]
+    names = metadata.packages_distributions().get(top, [top])
+    for name in names:
+        try:
+            return f"{name} {metadata.version(name)}"
+        except metadata.PackageNotFoundError:
+            continue
+    return None

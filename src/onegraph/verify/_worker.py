@@ -1,0 +1,145 @@
+"""The checking process: reads models from stdin, runs the stages, writes findings as JSON lines.
+
+Started by :class:`onegraph.verify.sandbox.Worker` (``python -m onegraph.verify._worker``). Protocol: each
+request is one JSON line (``stages``, ``folder``, ``limits``, ``size``) followed by ``size`` bytes of model;
+the answer is JSON lines: ``{"stage": s}`` when a stage starts, ``{"finding": {...}}`` for each finding,
+``{"end": s, "status": ...}`` when it ends, ``{"done": 1}`` after the last. JSON, not pickle: the calling
+process must never execute what this process, which handles untrusted bytes, sends back.
+
+Before each model the process caps its own address space (``RLIMIT_AS``: current size + ``memory``), CPU
+time (``RLIMIT_CPU``) and file size (``RLIMIT_FSIZE``), and lifts the caps afterwards; core dumps are off.
+Stdout is kept for the protocol: native libraries that print write to stderr instead.
+
+``ONEGRAPH_CHECK_FAULT=<stage>:<kind>`` (kind: ``segv``, ``abort``, ``alloc``, ``spin``, ``write``) makes this
+process fail that way when the stage starts: the tests use it to prove each failure is contained.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+
+def main() -> None:
+    protocol = os.fdopen(os.dup(1), "wb", buffering=0)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    sys.dont_write_bytecode = True
+    import onnx  # noqa: F401 - loaded before the limits apply, so they measure the model's check only
+    import onnx.checker  # noqa: F401
+    import onnx.shape_inference  # noqa: F401
+    import onnxruntime  # noqa: F401
+
+    from onegraph.verify import stages
+    from onegraph.verify.findings import Finding
+    from onegraph.verify.static.operators import registry
+
+    registry()
+    limits = _Limits()
+    fault = os.environ.get("ONEGRAPH_CHECK_FAULT", "")
+
+    def send(obj: dict) -> None:
+        protocol.write(json.dumps(obj).encode() + b"\n")
+
+    send({"ready": 1, "pid": os.getpid(), "enforced": limits.enforced})
+    stdin = sys.stdin.buffer
+    while True:
+        line = stdin.readline()
+        if not line:
+            return
+        request = json.loads(line)
+        data = stdin.read(request["size"])
+        memory = int(request["limits"]["memory"])
+        state = stages.State(data, request.get("folder"), memory)
+        limits.apply(request["limits"])
+        try:
+            for stage in request["stages"]:
+                send({"stage": stage})
+                try:
+                    if fault.startswith(stage + ":"):
+                        _fail(fault.split(":", 1)[1])
+                    status, found = stages.run_stage(stage, state)
+                except MemoryError:
+                    status = "findings"
+                    found = [Finding("C004", f"ran out of memory (limit {memory:,} bytes)", "process", stage=stage)]
+                for f in found:
+                    send({"finding": f.to_dict()})
+                send({"end": stage, "status": status})
+        finally:
+            del state, data
+            limits.lift()
+        send({"done": 1})
+
+
+class _Limits:
+    def __init__(self) -> None:
+        try:
+            import resource
+        except ImportError:  # not POSIX: the wall-time limit of the calling process still applies
+            self.resource = None
+            self.enforced: list[str] = []
+            return
+        self.resource = resource
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        import signal
+
+        # CPython ignores SIGXFSZ (writes then fail with EFBIG); native code may ignore that error, so an
+        # oversized write ends the process and the calling process reports it
+        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+        self.enforced = ["memory", "cpu", "fsize"] if hasattr(resource, "RLIMIT_AS") else ["cpu", "fsize"]
+
+    def apply(self, limits: dict) -> None:
+        r = self.resource
+        if r is None:
+            return
+        if "memory" in self.enforced:
+            self._soft(r.RLIMIT_AS, _address_space() + int(limits["memory"]))
+        used = sum(os.times()[:2])
+        self._soft(r.RLIMIT_CPU, int(used + float(limits["cpu"])) + 1)
+        self._soft(r.RLIMIT_FSIZE, int(limits["fsize"]))
+
+    def lift(self) -> None:
+        r = self.resource
+        if r is None:
+            return
+        for which in (r.RLIMIT_AS, r.RLIMIT_CPU, r.RLIMIT_FSIZE):
+            _, hard = r.getrlimit(which)
+            r.setrlimit(which, (hard, hard))
+
+    def _soft(self, which: int, value: int) -> None:
+        _, hard = self.resource.getrlimit(which)
+        if hard != self.resource.RLIM_INFINITY:
+            value = min(value, hard)
+        self.resource.setrlimit(which, (value, hard))
+
+
+def _address_space() -> int:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return 0
+
+
+def _fail(kind: str) -> None:
+    if kind == "segv":
+        import ctypes
+
+        ctypes.string_at(0)
+    elif kind == "abort":
+        os.abort()
+    elif kind == "alloc":
+        hog = []
+        while True:
+            hog.append(bytearray(64 << 20))
+    elif kind == "spin":
+        while True:
+            pass
+    elif kind == "write":
+        with open(os.path.join(os.environ.get("TMPDIR", "/tmp"), f"onegraph-fault-{os.getpid()}"), "wb") as f:
+            f.write(b"x" * (1 << 20))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,405 @@
+"""Verified opset conversion of the default domain (``onegraph convert MODEL --opset N``).
+
+How a model is converted:
+
+1. Its annotations and metadata are recorded (:mod:`onegraph.verify.preserve`).
+2. Each graph to convert (the main graph, with its subgraphs, and each model-local function's body, wrapped in
+   a model of its own) is checked before onnx's converter runs: a node whose input becomes an attribute at
+   the target opset (Unsqueeze ``axes`` below 13, ``scales`` of Resize...) needs a value known now; one
+   computed from constants or from fixed shapes is folded, one fed at run time is refused with the node and
+   the tensor named (the converter's "input is not in initializer").
+3. ``onnx.version_converter.convert_version`` converts the graph. When it fails for an operator (an
+   adapter it lacks, or "No Previous Version"), the nodes of that operator are rewritten by onegraph's
+   adapter (:mod:`onegraph.verify.opset_adapters`) straight into the target opset, in a private domain the
+   converter leaves alone, and the converter runs again; an operator with no adapter, or a node its adapter
+   cannot express, is refused and named.
+4. Function bodies get their attribute references (which the converter drops) back; nodes of other domains
+   are listed: ``ai.onnx.ml`` nodes are kept at their own opset (it does not follow the default domain) or,
+   with ``ml_opset``, moved to it when their definition is the same there, else refused.
+5. The recorded annotations are put back, the IR version raised if the opset needs it, and the result is
+   checked with onnx's checker.
+6. The original and the converted model run in onnxruntime on the same inputs (:mod:`onegraph.verify.feeds`)
+   and every output is compared; a conversion that changes values is refused unless ``accept_diff``.
+
+Nothing is written unless the conversion passed (or ``accept_diff``); the input model is never modified.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Any
+
+import numpy as np
+import onnx
+import onnx_ir as ir
+from onnx import version_converter
+
+from onegraph.errors import ConversionError, OnegraphError
+from onegraph.io import load_model, save_model
+from onegraph.verify import opset_adapters as adapters
+from onegraph.verify import preserve
+from onegraph.verify.constants import constant_input
+from onegraph.verify.feeds import model_feeds
+from onegraph.verify.opset_adapters import TARGET_DOMAIN, Context, Refusal, since
+from onegraph.verify.report import ConversionReport, NodeConversion
+from onegraph.verify.runs import agreement, run
+
+ML_DOMAIN = "ai.onnx.ml"
+_DEFAULT = ("", "ai.onnx")
+
+#: inputs that became attributes below a version: op -> (first version taking them as inputs, indices)
+CONSTANT_INPUTS = {
+    "Unsqueeze": (13, [1]), "Squeeze": (13, [1]), "Split": (13, [1]), "ReduceSum": (13, [1]),
+    **{op: (18, [1]) for op in ("ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+                                 "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare")},
+    "Pad": (11, [1, 2]), "Slice": (10, [1, 2, 3, 4]), "TopK": (10, [1]), "Clip": (11, [1, 2]),
+    "Dropout": (12, [1]), "Upsample": (9, [1]),
+}
+
+
+def default_opset(model: onnx.ModelProto | onnx.FunctionProto) -> int | None:
+    for o in model.opset_import:
+        if o.domain in _DEFAULT:
+            return o.version
+    return None
+
+
+def convert_opset(model: Any, opset: int, *, data: Any = None, rows: int = 16, rtol: float = 1e-5,
+                  atol: float = 1e-6, accept_diff: bool = False, ml_opset: int | None = None,
+                  output: Any = None) -> tuple[onnx.ModelProto, ConversionReport]:
+    """Convert ``model``'s default domain to ``opset`` and verify the result in onnxruntime.
+
+    Parameters
+    ----------
+    model:
+        Path, bytes or ``onnx.ModelProto`` (never modified).
+    opset:
+        Target version of the default (``ai.onnx``) domain, up or down.
+    data:
+        Inputs to verify on (see :func:`onegraph.verify.feeds.model_feeds`); None generates them.
+    rows:
+        Rows generated, or taken from ``data``.
+    rtol, atol:
+        An output agrees when ``|converted - original| <= atol + rtol * |original|`` (float outputs; others
+        must be equal).
+    accept_diff:
+        Keep (and write) a conversion whose outputs differ; the report still shows the differences.
+    ml_opset:
+        Also move ``ai.onnx.ml`` nodes to this opset (only where their definition does not change).
+    output:
+        Where to write the converted model (atomically), only when the conversion is accepted.
+
+    Returns
+    -------
+    (onnx.ModelProto, ConversionReport)
+
+    Raises
+    ------
+    ConversionError
+        when a node cannot be converted (named in the report), the converted model fails onnx's checker,
+        or an output changes beyond tolerance (unless ``accept_diff``); ``.report`` holds the details.
+    """
+    original = load_model(model)
+    src = default_opset(original)
+    if src is None:
+        raise OnegraphError("the model imports no default-domain (ai.onnx) opset; there is nothing to convert")
+    report = ConversionReport("opset", f"opset {src}", f"opset {opset}")
+    converted = _convert(original, src, opset, ml_opset, report)
+    if report.refused:
+        first = report.refused[0]
+        raise ConversionError(
+            f"cannot convert to opset {opset}: {len(report.refused)} node(s) refused, first {first.op_type} "
+            f"node {first.name!r} ({first.where}): {first.how}", report,
+            hint="the report lists every node; convert to an opset where these operators exist, or change them")
+    verify(original, converted, report, data=data, rows=rows, rtol=rtol, atol=atol)
+    if not report.agreement.ok and not accept_diff:
+        bad = [o.name for o in report.agreement.outputs if not o.ok] + report.agreement.missing
+        raise ConversionError(f"the converted model's output(s) {', '.join(map(repr, bad))} differ from the "
+                              f"original's beyond tolerance", report,
+                              hint="nothing was written; see the report, or pass --accept-diff to keep it")
+    if output is not None:
+        save_model(converted, output)
+    return converted, report
+
+
+def verify(original: onnx.ModelProto, converted: onnx.ModelProto, report: ConversionReport, *, data: Any,
+           rows: int, rtol: float, atol: float) -> None:
+    """Run both models in onnxruntime on the same inputs; fill ``report.agreement`` and ``report.inputs``."""
+    feeds = model_feeds(original, data, rows=rows)
+    n = next((len(v) for v in feeds.values() if np.ndim(v)), 1)
+    report.inputs = (f"{n} rows of {data}" if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__")
+                     else f"{n} rows of the data given" if data is not None
+                     else f"generated inputs ({n} rows, seed 0)")
+    expected = run(original, feeds, what="the original model")
+    got = run(converted, feeds, what="the converted model")
+    report.agreement = agreement(expected, got, rtol=rtol, atol=atol)
+
+
+# -- the conversion ---------------------------------------------------------------------------------
+def _convert(original: onnx.ModelProto, src: int, dst: int, ml_opset: int | None,
+             report: ConversionReport) -> onnx.ModelProto:
+    snap = preserve.snapshot(original)
+    main = copy.deepcopy(original)
+    del main.functions[:]
+    converted, records = convert_graph(main, src, dst, "graph", report.notes)
+    report.nodes.extend(records)
+    for f in original.functions:
+        body, records = _convert_function(f, src, dst, report.notes)
+        report.nodes.extend(records)
+        converted.functions.append(body)
+    local = {(f.domain, f.name) for f in original.functions}
+    for rec in report.nodes:
+        _describe_other_domains(rec, local, original, ml_opset)
+    _set_opsets(converted, original, dst, ml_opset)
+    report.lost.extend(preserve.restore(converted, snap))
+    if not report.refused:
+        _check(original, converted, report)
+    return converted
+
+
+def _set_opsets(converted: onnx.ModelProto, original: onnx.ModelProto, dst: int, ml_opset: int | None) -> None:
+    imports = {o.domain: o.version for o in original.opset_import}
+    imports.update({o.domain: o.version for o in converted.opset_import})
+    imports.pop(TARGET_DOMAIN, None)
+    imports.pop("ai.onnx", None)
+    imports[""] = dst
+    if ml_opset is not None and ML_DOMAIN in imports:
+        imports[ML_DOMAIN] = ml_opset
+    del converted.opset_import[:]
+    converted.opset_import.extend(onnx.helper.make_opsetid(d, v) for d, v in imports.items())
+    needed = onnx.helper.find_min_ir_version_for(list(converted.opset_import), ignore_unknown=True)
+    converted.ir_version = max(original.ir_version, needed)
+
+
+def _check(original: onnx.ModelProto, converted: onnx.ModelProto, report: ConversionReport) -> None:
+    try:
+        onnx.checker.check_model(original)
+    except onnx.checker.ValidationError:
+        return  # the original does not pass either: the checker cannot judge the conversion
+    try:
+        onnx.checker.check_model(converted)
+    except onnx.checker.ValidationError as exc:
+        report.nodes.append(NodeConversion("(model)", "checker", "", "graph", None, None,
+                                           f"the converted model fails onnx's checker: {str(exc)[:400]}", ok=False))
+
+
+def _describe_other_domains(rec: NodeConversion, local: set, original: onnx.ModelProto,
+                            ml_opset: int | None) -> None:
+    if rec.domain in _DEFAULT or rec.how:
+        return
+    if (rec.domain, rec.op_type) in local:
+        rec.how = "call of a model-local function (its body is converted below)"
+    elif rec.domain == ML_DOMAIN:
+        ml_src = next((o.version for o in original.opset_import if o.domain == ML_DOMAIN), None)
+        rec.from_version = since(rec.op_type, ml_src or 1, ML_DOMAIN)
+        if ml_opset is None or ml_opset == ml_src:
+            rec.to_version = rec.from_version
+            rec.how = (f"kept at ai.onnx.ml opset {ml_src}: the ai.onnx.ml domain is versioned on its own, "
+                       "not with the default domain")
+            return
+        rec.to_version = since(rec.op_type, ml_opset, ML_DOMAIN)
+        target = adapters.schema(rec.op_type, ml_opset, ML_DOMAIN)
+        node = next((n for n in _all_nodes(original) if (n.name or n.op_type) == rec.name
+                     and n.op_type == rec.op_type), None)
+        missing = [a.name for a in node.attribute if a.name not in target.attributes] if node and target else None
+        if rec.to_version == rec.from_version:
+            rec.how = f"same definition at ai.onnx.ml opset {ml_opset}: kept"
+        elif missing == []:
+            rec.how = (f"kept: every attribute it uses exists in {rec.op_type}-{rec.to_version} "
+                       "(the versions in between only added attributes)")
+        else:
+            rec.ok = False
+            rec.how = (f"its definition changes between ai.onnx.ml opsets {ml_src} and {ml_opset} "
+                       f"(v{rec.from_version} -> v{rec.to_version or '-'})"
+                       + (f" and attribute(s) {', '.join(missing)} do not exist there" if missing else ""))
+    else:
+        rec.how = f"kept: domain {rec.domain!r} is not converted (no definitions to convert between)"
+
+
+def _all_nodes(model: onnx.ModelProto) -> list[onnx.NodeProto]:
+    return list(model.graph.node) + [n for f in model.functions for n in f.node]
+
+
+def _convert_function(f: onnx.FunctionProto, model_src: int, dst: int, notes: list[str]
+                      ) -> tuple[onnx.FunctionProto, list[NodeConversion]]:
+    src = default_opset(f) or model_src
+    graph = onnx.helper.make_graph(list(f.node), f.name, [onnx.ValueInfoProto(name=i) for i in f.input],
+                                   [onnx.ValueInfoProto(name=o) for o in f.output])
+    wrapper = onnx.helper.make_model(graph, opset_imports=list(f.opset_import))
+    if default_opset(wrapper) is None:
+        wrapper.opset_import.append(onnx.helper.make_opsetid("", src))
+    converted, records = convert_graph(wrapper, src, dst, f"function {f.domain}.{f.name}", notes)
+    body = copy.deepcopy(f)
+    del body.node[:]
+    body.node.extend(converted.graph.node)
+    imports = {o.domain: o.version for o in f.opset_import}
+    imports.pop("ai.onnx", None)
+    imports[""] = dst
+    del body.opset_import[:]
+    body.opset_import.extend(onnx.helper.make_opsetid(d, v) for d, v in imports.items())
+    return body, records
+
+
+def _crosses(node: ir.Node, src: int, dst: int) -> bool:
+    return node.domain in _DEFAULT and since(node.op_type, src) != since(node.op_type, dst)
+
+
+def convert_graph(unit: onnx.ModelProto, src: int, dst: int, where: str, notes: list[str]
+                  ) -> tuple[onnx.ModelProto, list[NodeConversion]]:
+    """Convert one model's graph (no functions) from ``src`` to ``dst``; one record per original node.
+
+    Refused nodes are marked ``ok=False`` in the records (the returned model is then incomplete).
+    """
+    try:
+        unit = onnx.shape_inference.infer_shapes(unit)
+    except Exception:  # shape inference is a help for the adapters, never a requirement
+        pass
+    model = ir.serde.deserialize_model(unit)
+    temporary: set[str] = set()
+    records: dict[str, NodeConversion] = {}
+    refs: dict[str, list[ir.Attr]] = {}
+    for i, node in enumerate(ir.traversal.RecursiveGraphIterator(model.graph)):
+        if not node.name or node.name in records:
+            node.name = f"_og{i}_{node.op_type}"
+            temporary.add(node.name)
+        a, b = (since(node.op_type, src), since(node.op_type, dst)) if node.domain in _DEFAULT else (None, None)
+        how = "unchanged (same definition at both opsets)" if node.domain in _DEFAULT and a == b else ""
+        if node.domain in _DEFAULT and a is None:
+            how = "unknown operator: kept as is"
+        records[node.name] = NodeConversion(node.name if node.name not in temporary else f"({node.op_type} #{i})",
+                                            node.op_type, node.domain, where, a, b, how)
+        refs[node.name] = [attr for attr in node.attributes.values() if attr.is_ref()]
+    _constant_inputs(model, src, dst, records, notes, where)
+    if any(not r.ok for r in records.values()):
+        return unit, _unreached(records)
+
+    base = ir.serde.serialize_model(model)
+    planned = adapters.preempted(src, dst)
+    while True:
+        trial = ir.serde.deserialize_model(base)
+        failed = _apply_adapters(trial, planned, src, dst, records)
+        if failed:
+            return unit, _unreached(records)
+        proto = ir.serde.serialize_model(trial)
+        proto.opset_import.append(onnx.helper.make_opsetid(TARGET_DOMAIN, 1))
+        try:
+            out = version_converter.convert_version(proto, dst) if src != dst else proto
+            break
+        except Exception as exc:  # the converter raises RuntimeError / IndexError with its assertion text
+            message = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+            op = _failed_op(message)
+            pending = [n for n in ir.traversal.RecursiveGraphIterator(trial.graph)
+                       if n.op_type == op and _crosses(n, src, dst)]
+            if op and op not in planned and pending:
+                planned.add(op)
+                continue
+            for node in (pending or ir.traversal.RecursiveGraphIterator(trial.graph)):
+                if node.domain in _DEFAULT and _crosses(node, src, dst) and node.name in records:
+                    records[node.name].ok = False
+                    records[node.name].how = f"onnx's version converter failed: {_short(message)}"
+                    if pending:
+                        continue
+            if not any(not r.ok for r in records.values()):
+                raise ConversionError(f"onnx's version converter failed on {where}: {_short(message)}") from None
+            return unit, _unreached(records)
+
+    converted = ir.serde.deserialize_model(out)
+    for node in ir.traversal.RecursiveGraphIterator(converted.graph):
+        if node.domain == TARGET_DOMAIN:
+            node.domain = ""
+        for attr in refs.get(node.name, []):
+            node.attributes[attr.name] = attr
+        if node.name in temporary:
+            node.name = None
+    for rec in records.values():
+        if rec.domain in _DEFAULT and not rec.how:
+            rec.how = "onnx version converter"
+    result = ir.serde.serialize_model(converted)
+    kept = [o for o in result.opset_import if o.domain != TARGET_DOMAIN]
+    del result.opset_import[:]
+    result.opset_import.extend(kept)
+    return result, list(records.values())
+
+
+def _unreached(records: dict[str, NodeConversion]) -> list[NodeConversion]:
+    for rec in records.values():
+        if rec.domain in _DEFAULT and not rec.how:
+            rec.how = "not converted: the conversion stopped at the refused nodes"
+    return list(records.values())
+
+
+def _apply_adapters(model: ir.Model, planned: set[str], src: int, dst: int,
+                    records: dict[str, NodeConversion]) -> bool:
+    """Rewrite the nodes of the planned operators; True when one of them is refused."""
+    failed = False
+    for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
+        if node.op_type not in planned or not _crosses(node, src, dst):
+            continue
+        rec = records[node.name]
+        try:
+            rewrite = adapters.adapt(node, Context(node.graph, src, dst))
+            adapters.apply(node, rewrite)
+            rec.how = f"onegraph adapter: {rewrite.how}"
+        except Refusal as exc:
+            rec.ok = False
+            rec.how = f"no equivalent at opset {dst}: {exc}"
+            failed = True
+    return failed
+
+
+def _constant_inputs(model: ir.Model, src: int, dst: int, records: dict[str, NodeConversion],
+                     notes: list[str], where: str) -> None:
+    """Inputs that become attributes at ``dst`` must be known now: fold them, or refuse the node."""
+    if dst >= src:
+        return
+    for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
+        spec = CONSTANT_INPUTS.get(node.op_type)
+        if node.domain not in _DEFAULT or spec is None or since(node.op_type, src) < spec[0] or dst >= spec[0]:
+            continue
+        for index in spec[1]:
+            value = node.inputs[index] if index < len(node.inputs) else None
+            if value is None:
+                continue
+            c = constant_input(value, src)
+            rec = records[node.name]
+            if not c.known:
+                rec.ok = False
+                rec.how = (f"input {index} ({value.name!r}) becomes an attribute at opset {dst}, so its value must "
+                           f"be known when converting, but {c.how} (onnx: 'input is not in initializer')")
+            elif c.how == "folded":
+                node.replace_input_with(index, _constant_value(node, value, c.value, where))
+                notes.append(f"{node.op_type} node {rec.name!r}: input {value.name!r} computed from constants "
+                             f"and fixed shapes was folded to {c.value.tolist()}")
+            elif c.how == "overridable initializer":
+                notes.append(f"{node.op_type} node {rec.name!r}: input {value.name!r} is also a graph input; "
+                             f"its initializer {c.value.tolist()} became an attribute, so feeding it no longer "
+                             "changes the result")
+
+
+def _constant_value(node: ir.Node, value: ir.Value, array: np.ndarray, where: str) -> ir.Value:
+    name = f"{value.name}_folded"
+    if where == "graph":  # function bodies cannot hold initializers: they get a Constant node
+        const = ir.Value(name=name, const_value=ir.tensor(array, name=name))
+        node.graph.register_initializer(const)
+        return const
+    c = ir.node("Constant", [], {"value": ir.tensor(array)}, name=name)
+    c.outputs[0].name = name
+    node.graph.insert_before(node, c)
+    return c.outputs[0]
+
+
+_OP_PATTERNS = [r"No Adapter (?:From|To) Version \$\d+ for (\w+)", r"No Adapter For (\w+)",
+                r"No Previous Version of (\w+)", r"for (\w+)\b"]
+
+
+def _failed_op(message: str) -> str | None:
+    for pattern in _OP_PATTERNS:
+        m = re.search(pattern, message)
+        if m:
+            return m.group(1)
+    return None
+
+
+def _short(message: str) -> str:
+    return re.sub(r"^.*?(Assertion|adapter_lookup|adapt:)", r"\1", message)[:300]

@@ -1,0 +1,168 @@
+"""Inputs for running any model: from data the user gives, or generated from the input types and shapes.
+
+Verification (``convert``) and runtime comparison (``compare``) run a model on "the same inputs" twice. Those
+inputs come from, in order of preference:
+
+* a table (pandas / polars DataFrame, Arrow table, or a ``.csv`` / ``.parquet`` file): for a model built by
+  onegraph, its stored input schema turns columns into feeds (:class:`onegraph.runtime.Session`); for any
+  other model, columns are matched to inputs by name, and a model with a single rank-2 input takes the
+  table's numeric columns, in order, as its matrix (scikit-learn converters' ``X``);
+* a ``.npz`` file (or a dict of arrays) whose names are the model's input names;
+* nothing: arrays generated from each input's element type and shape (a fixed seed, so both runs and any
+  rerun see the same values). Symbolic dimensions take ``rows`` for the first axis and 4 elsewhere; floats
+  are standard normal, integers 0..3 (small enough to be valid indices and categories), booleans fair coins,
+  strings drawn from ``"a"``, ``"b"``, ``"c"``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+from onegraph.errors import DataError
+from onegraph.io import load_model, read_table
+from onegraph.meta import schema as meta
+
+Feeds = dict[str, np.ndarray]
+
+
+def _inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
+    initializers = {t.name for t in model.graph.initializer}
+    return [i for i in model.graph.input if i.name not in initializers]
+
+
+def _np_dtype(elem_type: int) -> Any:
+    if elem_type == onnx.TensorProto.STRING:
+        return np.dtype(object)
+    return onnx.helper.tensor_dtype_to_np_dtype(elem_type)
+
+
+def _is_onegraph(model: onnx.ModelProto) -> bool:
+    fields, _ = meta.decode({p.key: p.value for p in model.metadata_props})
+    return "inputs" in fields
+
+
+def model_feeds(model: Any, data: Any = None, *, rows: int = 16, seed: int = 0) -> Feeds:
+    """The onnxruntime feeds to run ``model`` on.
+
+    Parameters
+    ----------
+    model:
+        A path, bytes or ``onnx.ModelProto``.
+    data:
+        None (generate), a table (DataFrame, Arrow, polars, dict of columns), a dict / ``.npz`` of arrays
+        named by input, or a path to a ``.csv``, ``.parquet`` or ``.npz`` file.
+    rows:
+        Rows to generate (first symbolic axis) when ``data`` is None; also the most rows taken from a
+        table (the first ``rows`` rows), so a long file does not make verification slow.
+    seed:
+        Seed of the generated values.
+
+    Returns
+    -------
+    dict
+        input name -> array of the input's element type (strings as ``object``).
+
+    Raises
+    ------
+    DataError
+        when an input cannot be built from the data (named), or a file cannot be read.
+    """
+    proto = load_model(model)
+    if data is None:
+        return generated_feeds(proto, rows=rows, seed=seed)
+    if isinstance(data, (str, os.PathLike)):
+        path = Path(data)
+        if path.suffix.lower() == ".npz":
+            if not path.exists():
+                raise DataError(f"data file {path} does not exist", hint="check the path")
+            with np.load(path, allow_pickle=False) as npz:
+                return _named_arrays(proto, {k: npz[k] for k in npz.files}, str(path))
+        data = read_table(path)
+    if isinstance(data, Mapping) and data and all(isinstance(v, np.ndarray) for v in data.values()) \
+            and set(data) >= {i.name for i in _inputs(proto)}:
+        return _named_arrays(proto, dict(data), "the arrays given")
+    return table_feeds(proto, data, rows=rows)
+
+
+def _named_arrays(proto: onnx.ModelProto, arrays: dict[str, np.ndarray], where: str) -> Feeds:
+    feeds = {}
+    for inp in _inputs(proto):
+        if inp.name not in arrays:
+            raise DataError(f"input {inp.name!r} is missing from {where} (names given: {', '.join(sorted(arrays))})",
+                            hint="name each array after the model input it feeds")
+        feeds[inp.name] = _cast(inp, np.asarray(arrays[inp.name]))
+    return feeds
+
+
+def _cast(inp: onnx.ValueInfoProto, arr: np.ndarray) -> np.ndarray:
+    dtype = _np_dtype(inp.type.tensor_type.elem_type)
+    try:
+        return arr.astype(dtype, copy=False)
+    except (TypeError, ValueError) as exc:
+        raise DataError(f"input {inp.name!r}: cannot use {arr.dtype} values as {dtype} ({exc})") from None
+
+
+def table_feeds(proto: onnx.ModelProto, data: Any, *, rows: int | None = None) -> Feeds:
+    """Feeds from a table: onegraph's schema when the model has one, else columns matched to inputs."""
+    from onegraph.frame.data import as_pandas
+
+    frame = as_pandas(data)
+    if rows is not None:
+        frame = frame.head(rows)
+    if _is_onegraph(proto):
+        from onegraph.runtime.session import Session
+
+        return Session(proto).feeds(frame)[1]
+    inputs = _inputs(proto)
+    columns = [str(c) for c in frame.columns]
+    if all(i.name in columns for i in inputs):
+        feeds = {}
+        for inp in inputs:
+            values = frame[inp.name].to_numpy()
+            rank = len(inp.type.tensor_type.shape.dim)
+            feeds[inp.name] = _cast(inp, values.reshape((-1,) + (1,) * max(rank - 1, 0)))
+        return feeds
+    if len(inputs) == 1 and len(inputs[0].type.tensor_type.shape.dim) == 2:
+        numeric = frame.select_dtypes("number")
+        if numeric.shape[1] == 0:
+            raise DataError("the table has no numeric column to feed the model's matrix input "
+                            f"{inputs[0].name!r}", hint="give a table of numbers, or a .npz named by input")
+        return {inputs[0].name: _cast(inputs[0], numeric.to_numpy())}
+    missing = [i.name for i in inputs if i.name not in columns]
+    raise DataError(f"the table has no column for input(s) {', '.join(map(repr, missing))}",
+                    hint="name the columns after the model inputs, or give a .npz of arrays named by input")
+
+
+def generated_feeds(proto: onnx.ModelProto, *, rows: int = 16, seed: int = 0) -> Feeds:
+    """Deterministic arrays for every input, from its element type and shape (see the module doc)."""
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for inp in _inputs(proto):
+        t = inp.type
+        if not t.HasField("tensor_type"):
+            raise DataError(f"input {inp.name!r} is not a tensor ({t.WhichOneof('value')})",
+                            hint="give its values in a .npz file")
+        shape = []
+        for axis, d in enumerate(t.tensor_type.shape.dim):
+            shape.append(d.dim_value if d.HasField("dim_value") else (rows if axis == 0 else 4))
+        feeds[inp.name] = _random(rng, t.tensor_type.elem_type, tuple(shape), inp.name)
+    return feeds
+
+
+def _random(rng: np.random.Generator, elem_type: int, shape: tuple[int, ...], name: str) -> np.ndarray:
+    dtype = _np_dtype(elem_type)
+    if dtype == object:
+        return rng.choice(np.array(["a", "b", "c"], dtype=object), size=shape)
+    if dtype == np.bool_:
+        return rng.random(shape) < 0.5
+    if np.issubdtype(dtype, np.integer):
+        return rng.integers(0, 4, size=shape).astype(dtype)
+    if np.issubdtype(dtype, np.floating) or dtype.kind == "V" or dtype.name in ("bfloat16", "float16"):
+        return rng.standard_normal(shape).astype(np.float32).astype(dtype)
+    raise DataError(f"input {name!r}: cannot generate values of type {dtype}", hint="give its values in a .npz file")

@@ -1,0 +1,71 @@
+"""Every intermediate tensor of a model, made visible: functions inlined, node outputs exposed as outputs.
+
+onnxruntime only returns graph outputs, so to look at what each node computes the model is rewritten with
+onnx-ir: model-local functions are inlined first (``onnx_ir.passes.common.InlinePass``: the nodes of a
+function body get the call-site node's name as a prefix, so a report can still say which call they belong
+to), types are inferred, and every node output of the main graph whose type is known becomes a graph output.
+Subgraph (If / Loop / Scan) tensors stay inside their node: the node's outputs are compared instead.
+"""
+
+from __future__ import annotations
+
+import onnx
+import onnx_ir as ir
+import onnx_ir.passes.common as common_passes
+
+
+def inlined(model: onnx.ModelProto) -> onnx.ModelProto:
+    """``model`` with its model-local functions inlined (a copy; the input is not modified)."""
+    if not model.functions:
+        return model
+    m = ir.serde.deserialize_model(model)
+    common_passes.InlinePass()(m)
+    common_passes.RemoveUnusedFunctionsPass()(m)
+    return ir.serde.serialize_model(m)
+
+
+def with_types(model: onnx.ModelProto) -> onnx.ModelProto:
+    """``model`` with onnx's shape inference applied (the model as it is where inference fails)."""
+    try:
+        return onnx.shape_inference.infer_shapes(model)
+    except Exception:  # inference is a help: a model it cannot handle is still exposed where types are known
+        return model
+
+
+def expose(model: onnx.ModelProto, names: set[str] | None = None) -> tuple[onnx.ModelProto, list[str]]:
+    """A copy of ``model`` (functions inlined) whose graph outputs include every typed node output.
+
+    Parameters
+    ----------
+    model:
+        The model.
+    names:
+        Only expose these tensors (None: all).
+
+    Returns
+    -------
+    (onnx.ModelProto, list of str)
+        The rewritten model, and the names of the tensors it exposes in node order.
+    """
+    typed = with_types(inlined(model))
+    m = ir.serde.deserialize_model(typed)
+    existing = {v.name for v in m.graph.outputs}
+    exposed: list[str] = []
+    for node in m.graph:
+        for value in node.outputs:
+            if value is None or not value.name or value.type is None:
+                continue
+            if not isinstance(value.type, ir.TensorType) or value.dtype in (None, ir.DataType.UNDEFINED):
+                continue
+            if names is not None and value.name not in names:
+                continue
+            exposed.append(value.name)
+            if value.name not in existing:
+                m.graph.outputs.append(value)
+                existing.add(value.name)
+    return ir.serde.serialize_model(m), exposed
+
+
+def node_order(model: onnx.ModelProto) -> list[onnx.NodeProto]:
+    """The main graph's nodes (functions inlined) in their topological order."""
+    return list(with_types(inlined(model)).graph.node)

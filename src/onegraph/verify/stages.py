@@ -1,0 +1,166 @@
+"""The stages of a check, as the checking process runs them on one model's bytes.
+
+Only the checking process calls these: each runs native code (protobuf parsing, ``onnx.checker``, ONNX
+shape inference, onnxruntime session creation) on untrusted bytes. Every stage returns findings; a crash
+kills the checking process instead, and the calling process reports it (see :mod:`onegraph.verify.sandbox`).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from onegraph.verify.findings import Finding
+from onegraph.verify.static.walk import has_external_data
+
+STAGES = ("parse", "static", "checker", "runtime")
+#: external-data findings that keep onnxruntime from opening the model (it would read those files)
+_UNSAFE_FILES = {"C101", "C102", "C103", "C104", "C105", "C106", "C107", "C108", "C110"}
+_MESSAGE = 600
+
+
+class State:
+    """What the stages of one model share: its bytes, its folder, the parsed message, the findings so far."""
+
+    def __init__(self, data: bytes, folder: str | None, memory: int) -> None:
+        self.data, self.folder, self.memory = data, folder, memory
+        self.model: Any = None
+        self.findings: list[Finding] = []
+
+
+def run_stage(stage: str, state: State) -> tuple[str, list[Finding]]:
+    """Run ``stage``; returns its status (``ok``, ``findings``, ``skipped``) and its findings."""
+    if stage != "parse" and state.model is None:
+        return "skipped", []
+    try:
+        found = _STAGES[stage](state)
+    except MemoryError:
+        found = [Finding("C004", f"ran out of memory (limit {state.memory:,} bytes)", "process", stage=stage)]
+    if found is None:
+        return "skipped", []
+    state.findings.extend(found)
+    return ("findings" if found else "ok"), found
+
+
+def _parse(state: State) -> list[Finding]:
+    import onnx
+
+    model = onnx.ModelProto()
+    try:
+        model.ParseFromString(state.data)
+    except MemoryError:
+        raise
+    except Exception as exc:  # DecodeError, or RuntimeError from upb
+        if "alloc failed" in str(exc):  # upb's arena hit the memory limit
+            return [Finding("C004", f"parsing {len(state.data):,} bytes ran out of memory (limit "
+                            f"{state.memory:,} bytes)", "process", stage="parse")]
+        return [Finding("C001", f"{len(state.data):,} bytes do not parse as an ONNX model ({_text(exc)})", "file",
+                        stage="parse")]
+    if not model.HasField("graph"):
+        return [Finding("C002", "the model holds no graph", "graph", stage="parse")]
+    state.model = model
+    return []
+
+
+def _static(state: State) -> list[Finding]:
+    from onegraph.verify.static import static_findings
+
+    return [_staged(f, "static") for f in static_findings(state.model, folder=state.folder, memory=state.memory)]
+
+
+def _checker(state: State) -> list[Finding] | None:
+    import onnx
+    import onnx.checker
+    import onnx.shape_inference
+
+    if len(state.data) >= 2**31 or _external_blocked(state):
+        return None  # onnx.checker takes bytes only below 2 GiB
+    data = state.data
+    if has_external_data(state.model):
+        # onnx.checker resolves external data against the current folder when given bytes: hand it the
+        # tensors loaded from the model's folder instead (their locations passed the static checks)
+        from onnx.external_data_helper import load_external_data_for_model
+
+        model = onnx.ModelProto()
+        model.CopyFrom(state.model)
+        try:
+            load_external_data_for_model(model, state.folder)
+        except MemoryError:
+            raise
+        except Exception as exc:  # onnx's own checks of the files refuse them
+            return [_native("C501", exc, "checker")]
+        data = model.SerializeToString()
+    try:
+        onnx.checker.check_model(data, full_check=True)
+    except MemoryError:
+        raise
+    except onnx.shape_inference.InferenceError as exc:
+        return [_native("C502", exc, "checker")]
+    except Exception as exc:  # ValidationError, or whatever the checker raises on garbage
+        return [_native("C501", exc, "checker")]
+    return []
+
+
+def _runtime(state: State) -> list[Finding] | None:
+    import onnxruntime as ort
+
+    from onegraph.runtime.options import session_options
+
+    if _external_blocked(state):
+        return None
+    options = session_options(threads=1, folder=state.folder)
+    try:
+        session = ort.InferenceSession(state.data, options, providers=["CPUExecutionProvider"])
+        session.get_inputs(), session.get_outputs(), session.get_modelmeta()
+    except MemoryError:
+        raise
+    except Exception as exc:  # onnxruntime's Fail / InvalidGraph / NotImplemented / InvalidArgument
+        text = _text(exc)
+        if "bad_alloc" in text or "bad allocation" in text or "Failed to allocate" in text:
+            return [Finding("C004", f"onnxruntime ran out of memory opening the model: {text}", "process",
+                            stage="runtime")]
+        code = "C402" if "Could not find an implementation" in text else "C503"
+        return [_native(code, exc, "runtime")]
+    return []
+
+
+def _external_blocked(state: State) -> bool:
+    """Whether the model's external data must not be read: refused by the static checks, or no folder."""
+    if any(f.code in _UNSAFE_FILES for f in state.findings):
+        return True  # never let native code read an external-data file the static checks refused
+    return state.folder is None and has_external_data(state.model)
+
+
+_STAGES = {"parse": _parse, "static": _static, "checker": _checker, "runtime": _runtime}
+
+_NODE_PATTERNS = [re.compile(p) for p in (
+    r"implementation for (?P<op>\w+)\(\d+\) node with name '(?P<name>[^']*)'",
+    r"node with name '(?P<name>[^']*)'",
+    r"Node \((?P<name>[^)]*)\) Op \((?P<op>[^)]*)\)",
+    r"In Node, \(\"(?P<name>[^\"]*)\", (?P<op>\w+),",
+    r"Name:\s*(?P<name>\S*)\s+OpType:\s*(?P<op>\S+)",
+    r"\(op_type:(?P<op>\w+), node name: (?P<name>[^)]*)\)",
+    r"\(op_type:(?P<op>\w+)\)",
+)]
+
+
+def _native(code: str, exc: BaseException, stage: str) -> Finding:
+    """A finding from a native checker's message, naming the node when the message does."""
+    text = _text(exc)
+    node = None
+    for pattern in _NODE_PATTERNS:
+        m = pattern.search(text)
+        if m:
+            found = m.groupdict()
+            node = found.get("name") or (f"{found['op']} (unnamed)" if found.get("op") else None)
+            break
+    return Finding(code, text, "graph", node=node, stage=stage)
+
+
+def _staged(f: Finding, stage: str) -> Finding:
+    return Finding(f.code, f.message, f.field, node=f.node, tensor=f.tensor, stage=stage, severity=f.severity)
+
+
+def _text(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text[:_MESSAGE] + ("..." if len(text) > _MESSAGE else "")

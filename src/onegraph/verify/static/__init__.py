@@ -1,0 +1,63 @@
+"""Checks on a parsed ModelProto that ``onnx.checker`` does not make (see :func:`static_findings`).
+
+Pure Python over the message: these run in the checking process after the bytes parsed, before any
+native checker, so their findings survive a later crash. Tests also run them in-process on models they
+construct (never on parsed untrusted bytes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import onnx
+
+from onegraph.verify.findings import Finding
+from onegraph.verify.static import operators, rules, strings, structure, tensors
+from onegraph.verify.static.walk import bodies, domain_of
+from onegraph.verify.static.walk import tensors as stored_tensors
+
+
+def static_findings(model: onnx.ModelProto, *, folder: str | None = None, memory: int = 4 << 30) -> list[Finding]:
+    """Findings for ``model`` from checks ``onnx.checker`` does not make.
+
+    Parameters
+    ----------
+    model:
+        A parsed model.
+    folder:
+        The folder the model file is in (external-data locations are relative to it); None when the model came
+        as bytes (external data is then reported as unverifiable, C109).
+    memory:
+        Bytes a tensor or a constant-shape allocation may take (C204 beyond).
+
+    Returns
+    -------
+    list of Finding
+        Names that are not UTF-8 (C007; ``model`` is fixed in place so the rest can compare names), then
+        external data (C10x), stored tensors (C20x), wiring (C30x), operators and versions (C40x), in that
+        order per graph. One C109 at most.
+    """
+    found = list(_all(model, folder, memory))
+    first_c109 = next((i for i, f in enumerate(found) if f.code == "C109"), None)
+    return [f for i, f in enumerate(found) if f.code != "C109" or i == first_c109]
+
+
+def _all(model: onnx.ModelProto, folder: str | None, memory: int) -> Iterator[Finding]:
+    if not model.HasField("graph"):
+        yield Finding("C002", "the model holds no graph", "graph")
+        return
+    yield from strings.sanitize(model)
+    yield from operators.check_versions(model)
+    functions = operators.local_functions(model)
+    for body in bodies(model):
+        for site in stored_tensors(body):
+            yield from tensors.check_tensor(site, folder=folder, memory=memory)
+        yield from structure.check_body(body)
+        yield from operators.check_nodes(body, functions)
+        yield from rules.check_rules(body, memory)
+    calls = {key: {(domain_of(n.domain), n.op_type, n.overload) for n in fn.node} for key, fn in functions.items()}
+    for key in structure.function_cycles(calls):
+        index = list(functions).index(key)
+        yield Finding("C304", f"model-local function {key[1]!r} (domain {key[0]!r}) calls itself, directly or "
+                      "through others", f"functions[{index}]")
+

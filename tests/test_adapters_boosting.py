@@ -1,0 +1,140 @@
+"""XGBoost / LightGBM through onnxmltools, and the TreeEnsembleClassifier/Regressor -> TreeEnsemble rewrite."""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import lightgbm
+import numpy as np
+import onnx
+import onnx_ir as ir
+import onnxruntime as ort
+import pytest
+import xgboost
+from compose_helpers import penguins, species_codes
+from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
+
+import onegraph
+from onegraph.export.adapters.legacy_trees import LEGACY_OPS, upgrade_tree_ensembles
+
+
+def _run(proto: onnx.ModelProto, x: np.ndarray) -> list[np.ndarray]:
+    return ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"X": x})
+
+
+def _upgraded(proto: onnx.ModelProto) -> onnx.ModelProto:
+    model = ir.from_proto(proto)
+    assert upgrade_tree_ensembles(model) == 1
+    out = ir.to_proto(model)
+    onnx.checker.check_model(out, full_check=True)
+    assert not any(n.op_type in LEGACY_OPS for n in out.graph.node)
+    assert {o.domain: o.version for o in out.opset_import}["ai.onnx.ml"] == 5
+    return out
+
+
+def _converted(model, width: int) -> onnx.ModelProto:
+    from onnxmltools import convert_lightgbm, convert_xgboost
+    from skl2onnx import convert_sklearn
+    from onnxmltools.convert.common.data_types import FloatTensorType
+
+    types = [("X", FloatTensorType([None, width]))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if isinstance(model, (xgboost.XGBModel,)):
+            return convert_xgboost(model, initial_types=types, target_opset=15)
+        if isinstance(model, lightgbm.LGBMModel):
+            return convert_lightgbm(model, initial_types=types, target_opset=15, zipmap=False)
+        from skl2onnx.common.data_types import FloatTensorType as SkFloat
+
+        return convert_sklearn(model, initial_types=[("X", SkFloat([None, width]))], target_opset={"": 15, "ai.onnx.ml": 3},
+                               options={id(model): {"zipmap": False}} if hasattr(model, "classes_") else None)
+
+
+@functools.cache
+def _models():
+    frame, y, _, x = penguins()
+    codes, _ = species_codes(y)
+    adelie = (y == "Adelie").to_numpy().astype(int)
+    mass = frame["body_mass_g"].fillna(frame["body_mass_g"].median()).to_numpy()
+    return [
+        ("xgb-multiclass", xgboost.XGBClassifier(n_estimators=15, max_depth=3).fit(x, codes)),
+        ("xgb-binary", xgboost.XGBClassifier(n_estimators=15, max_depth=3).fit(x, adelie)),
+        ("xgb-regressor", xgboost.XGBRegressor(n_estimators=15, max_depth=3).fit(x, mass)),
+        ("lgbm-multiclass", lightgbm.LGBMClassifier(n_estimators=15, verbose=-1).fit(x, codes)),
+        ("lgbm-binary", lightgbm.LGBMClassifier(n_estimators=15, verbose=-1).fit(x, adelie)),
+        ("lgbm-regressor", lightgbm.LGBMRegressor(n_estimators=15, verbose=-1).fit(x, mass)),
+        # several classes per leaf (trees copied per class) and averaged trees
+        ("rf-multiclass", RandomForestClassifier(n_estimators=5, max_depth=4, random_state=0).fit(x, y)),
+        ("rf-two-targets", RandomForestRegressor(n_estimators=5, max_depth=4, random_state=0).fit(
+            x, np.column_stack([mass, codes]))),
+    ]
+
+
+@pytest.mark.parametrize("case", range(8), ids=[n for n, _ in _models()])
+def test_rewrite_gives_what_the_old_operators_give(case):
+    """The old operators run by onnxruntime are the reference for the rewritten graph."""
+    _, model = _models()[case]
+    x = np.asarray(penguins()[3], np.float32)
+    proto = _converted(model, x.shape[1])
+    old, new = _run(proto, x), _run(_upgraded(proto), x)
+    assert len(old) == len(new)
+    for a, b in zip(old, new):
+        assert a.dtype == b.dtype
+        if a.dtype.kind in "iOU":
+            assert (a == b).all()
+        else:
+            np.testing.assert_allclose(b, a, rtol=1e-6, atol=1e-6)
+
+
+def test_unsupported_post_transform_names_the_node():
+    _, model = _models()[0]
+    proto = _converted(model, penguins()[3].shape[1])
+    node = next(n for n in proto.graph.node if n.op_type == "TreeEnsembleClassifier")
+    attr = next(a for a in node.attribute if a.name == "post_transform")
+    attr.s = b"PROBIT"
+    with pytest.raises(onegraph.errors.ExportError, match="PROBIT"):
+        upgrade_tree_ensembles(ir.from_proto(proto))
+
+
+@pytest.mark.parametrize("library", ["xgboost", "lightgbm"])
+def test_preprocessing_and_booster_as_one_graph(library):
+    """penguins: onegraph preprocessing + XGBoost / LightGBM equal the library's own predictions."""
+    frame, y, pre, x = penguins()
+    codes, _ = species_codes(y)
+    if library == "xgboost":
+        model = xgboost.XGBClassifier(n_estimators=25, max_depth=3).fit(x, codes)
+        target = codes
+    else:
+        model = lightgbm.LGBMClassifier(n_estimators=25, verbose=-1).fit(x, y)  # text labels
+        target = y.to_numpy()
+    proto = onegraph.compose(pre, model, frame)
+    scores = onegraph.score(proto, frame)
+    assert (scores["label"].to_numpy() == model.predict(x)).all()
+    assert set(scores["label"]) <= set(target)
+    proba = scores[[f"probabilities_{c}" for c in model.classes_]].to_numpy()
+    np.testing.assert_allclose(proba, model.predict_proba(x), rtol=0, atol=1e-5)
+    opsets = {o.domain: o.version for o in proto.opset_import}
+    assert opsets["ai.onnx.ml"] == 5 and opsets[""] == 21
+    assert not any(n.op_type in LEGACY_OPS for n in proto.graph.node)
+
+
+def test_booster_regressor_on_cars(cars):
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import make_pipeline
+
+    from onegraph.frame import OneHotEncoder, SimpleImputer, StandardScaler
+
+    frame = cars[cars["Miles_per_Gallon"].notna()].reset_index(drop=True)
+    target = frame.pop("Miles_per_Gallon")
+    frame = frame.drop(columns=["Name", "Year"])
+    pre = ColumnTransformer([
+        ("num", make_pipeline(SimpleImputer(), StandardScaler()),
+         ["Cylinders", "Displacement", "Horsepower", "Weight_in_lbs", "Acceleration"]),
+        ("cat", OneHotEncoder(), ["Origin"]),
+    ]).fit(frame)
+    x = pre.transform(frame)
+    for model in (xgboost.XGBRegressor(n_estimators=30).fit(x, target),
+                  lightgbm.LGBMRegressor(n_estimators=30, verbose=-1).fit(x, target)):
+        got = onegraph.score(onegraph.compose(pre, model, frame), frame)["prediction"].to_numpy()
+        np.testing.assert_allclose(got, model.predict(x), rtol=1e-5, atol=1e-5)

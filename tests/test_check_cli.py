@@ -1,0 +1,58 @@
+"""``onegraph check`` and the readers on the command line: exit codes 0 / 1 / 2, JSON reports, one-line
+errors naming the finding for score / show on a malformed file."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+CORPUS = Path(__file__).parent / "data" / "malformed"
+DATA = Path(__file__).parent / "data"
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    """The real command line, in its own process."""
+    return subprocess.run([sys.executable, "-m", "onegraph.cli", *args], capture_output=True, text=True, timeout=300)
+
+
+def test_clean_model_exits_0(cli):
+    result = cli("check", str(CORPUS / "valid.onnx"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "clean" in result.stdout and "exit code 0" in result.stdout
+
+
+def test_findings_exit_1_with_codes_in_json():
+    result = run("check", str(CORPUS / "gemm-garbage-attributes.onnx"), "--json")
+    assert result.returncode == 1, result.stderr
+    report = json.loads(result.stdout)
+    assert report["exit_code"] == 1 and report["status"] == "checked"
+    codes = {f["code"] for f in report["findings"]}
+    assert {"C311", "C312"} <= codes
+    first = next(f for f in report["findings"] if f["code"] == "C311")
+    assert first["node"] and first["field"].startswith("graph.node[0].attribute[") and first["severity"] == "error"
+    assert report["limits"]["memory"] == 4 << 30 and "memory" in report["limits"]["enforced"]
+
+
+def test_unreadable_model_exits_2(cli, tmp_path):
+    result = cli("check", str(tmp_path / "absent.onnx"))
+    assert result.returncode == 2 and "C901" in result.stdout
+
+
+def test_limits_and_stages_options(cli):
+    result = cli("check", str(CORPUS / "valid.onnx"), "--limits", "memory=1G,cpu=5,wall=30", "--stages",
+                 "parse,static", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["stages"] == {"parse": "ok", "static": "ok"} and report["limits"]["memory"] == 1 << 30
+    result = cli("check", str(CORPUS / "valid.onnx"), "--limits", "memory=lots")
+    assert result.returncode == 1 and result.stderr.startswith("error: limit memory='lots'")
+
+
+def test_score_and_show_refuse_a_malformed_model_in_one_line(cli, tmp_path):
+    result = cli("score", str(CORPUS / "imputer-no-input.onnx"), str(DATA / "cars.csv"), "-o", str(tmp_path / "s.csv"))
+    assert result.returncode == 1
+    assert result.stderr.count("\n") == 1 and "C301" in result.stderr and "Traceback" not in result.stderr
+    result = cli("show", str(CORPUS / "truncated.onnx"))
+    assert result.returncode == 1 and "is not a valid ONNX model" in result.stderr

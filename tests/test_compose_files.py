@@ -1,0 +1,88 @@
+"""compose_models: .onnx files built elsewhere merged into one model, equal to the same files chained."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import onnx
+import pytest
+from compose_helpers import penguins, preprocessing
+from sklearn.ensemble import RandomForestClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+
+import onegraph
+from onegraph.errors import ExportError
+from onegraph.export.merge import compose_models
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    frame, y, pre, x = penguins()
+    folder = tmp_path_factory.mktemp("models")
+    onegraph.build(pre, None, frame, path=folder / "pre.onnx")
+    lr = LogisticRegression(max_iter=1000).fit(x, y)
+    from skl2onnx import to_onnx
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (folder / "lr.onnx").write_bytes(to_onnx(lr, np.asarray(x, np.float32)[:1], options={"zipmap": False},
+                                                 target_opset=15).SerializeToString())
+    rf = make_pipeline(preprocessing(), RandomForestClassifier(n_estimators=15, random_state=0)).fit(frame, y)
+    onegraph.build(rf, None, frame, path=folder / "rf.onnx")
+    lr2 = make_pipeline(preprocessing(), LogisticRegression(max_iter=1000)).fit(frame, y)
+    onegraph.build(lr2, None, frame, path=folder / "lr2.onnx")
+    return folder, {"lr": lr, "rf": rf, "lr2": lr2}
+
+
+def test_preprocessing_file_chained_into_a_model_file(files):
+    folder, fitted = files
+    frame, y, pre, x = penguins()
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    merged = compose_models([folder / "pre.onnx", folder / "lr.onnx"], sample=frame)
+    scores = onegraph.score(merged, frame)
+    lr = fitted["lr"]
+    assert list(scores.columns[:1]) == ["label"]
+    assert (scores["label"].to_numpy() == lr.predict(x)).all()
+    np.testing.assert_allclose(scores[[f"probabilities_{i}" for i in range(3)]].to_numpy(), lr.predict_proba(x),
+                               atol=1e-5)
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before  # inputs untouched
+
+
+def test_two_pipelines_merged_with_an_ensemble(files):
+    folder, fitted = files
+    frame, *_ = penguins()
+    merged = compose_models([folder / "rf.onnx", folder / "lr2.onnx"], ensemble="mean", sample=frame)
+    scores = onegraph.score(merged, frame)
+    rf, lr2 = fitted["rf"], fitted["lr2"]
+    mean = (rf.predict_proba(frame) + lr2.predict_proba(frame)) / 2
+    np.testing.assert_allclose(scores[[f"probabilities_{c}" for c in rf.classes_]].to_numpy(), mean, atol=1e-12)
+    assert (scores["label"].to_numpy() == rf.classes_[mean.argmax(axis=1)]).all()
+    assert (scores["rf.label"].to_numpy() == rf.predict(frame)).all()
+    assert (scores["lr2.label"].to_numpy() == lr2.predict(frame)).all()
+    # the same preprocessing built into both files is computed once
+    separate = sum(len(onnx.load(folder / f).graph.node) for f in ("rf.onnx", "lr2.onnx"))
+    assert len(merged.graph.node) < separate - 10
+
+
+def test_merge_refuses_mismatches_naming_both_models(files, tmp_path):
+    folder, _ = files
+    frame, y, _, x = penguins()
+    with pytest.raises(ExportError, match="model 'lr' takes a feature matrix"):
+        compose_models([folder / "lr.onnx"])
+    onegraph.build(preprocessing().set_params(cat="drop").fit(frame, y), None, frame, path=tmp_path / "num.onnx")
+    with pytest.raises(ExportError, match=r"model 'num' gives 5 columns but model 'lr' takes a float feature "
+                                          r"matrix \[N, 10\]"):
+        compose_models([tmp_path / "num.onnx", folder / "lr.onnx"])
+    clash = frame.assign(year=frame["year"].astype(str))
+    from sklearn.compose import ColumnTransformer
+
+    from onegraph.frame import OneHotEncoder
+
+    year_text = make_pipeline(ColumnTransformer([("y", OneHotEncoder(handle_unknown="ignore"), ["year"])]),
+                              LogisticRegression()).fit(clash, y)
+    onegraph.build(year_text, None, clash, path=tmp_path / "year_text.onnx")
+    with pytest.raises(ExportError, match=r"input 'year' is int \(int64\) in model 'rf' but string \(string\) in "
+                                          r"model 'year_text'"):
+        compose_models([folder / "rf.onnx", tmp_path / "year_text.onnx"])

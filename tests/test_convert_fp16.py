@@ -1,0 +1,93 @@
+"""onegraph convert --fp16 / --bf16: block list from measured values, verified in true low precision."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto as T
+from onnx import helper, numpy_helper
+from onnxconverter_common import float16
+
+from convert_models import torch_model
+from onegraph.errors import ConversionError
+from onegraph.verify import convert_float16
+from onegraph.verify.lowprec import cast_feeds, reference_run
+
+D = 32
+
+
+@pytest.fixture(scope="module")
+def layernorm_model():
+    """A projection into values of a few hundred, a decomposed LayerNorm, a head: the squares overflow."""
+    rng = np.random.default_rng(0)
+    w1 = (rng.standard_normal((D, D)) * 0.3).astype(np.float32)
+    w2 = (rng.standard_normal((D, 4)) * 0.3).astype(np.float32)
+    consts = [numpy_helper.from_array(w1, "W1"), numpy_helper.from_array(np.full(D, 300, np.float32), "b1"),
+              numpy_helper.from_array(w2, "W2"), numpy_helper.from_array(np.array(2, np.float32), "two"),
+              numpy_helper.from_array(np.array(1e-5, np.float32), "eps")]
+    n = helper.make_node
+    nodes = [n("MatMul", ["x", "W1"], ["h0"], name="proj"), n("Add", ["h0", "b1"], ["h"], name="shift"),
+             n("ReduceMean", ["h"], ["mu"], axes=[-1], name="mean"), n("Sub", ["h", "mu"], ["d"], name="center"),
+             n("Pow", ["d", "two"], ["sq"], name="square"), n("ReduceMean", ["sq"], ["var"], axes=[-1], name="variance"),
+             n("Add", ["var", "eps"], ["ve"], name="add_eps"), n("Sqrt", ["ve"], ["sd"], name="std"),
+             n("Div", ["d", "sd"], ["z"], name="normalize"), n("MatMul", ["z", "W2"], ["y"], name="head")]
+    graph = helper.make_graph(nodes, "ln", [helper.make_tensor_value_info("x", T.FLOAT, ["N", D])],
+                              [helper.make_tensor_value_info("y", T.FLOAT, ["N", 4])], initializer=consts)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    x = (rng.standard_normal((64, D)) * 400).astype(np.float32)
+    # expected, computed independently in float64 numpy
+    h = x.astype(np.float64) @ w1 + 300
+    d = h - h.mean(-1, keepdims=True)
+    y = d / np.sqrt((d ** 2).mean(-1, keepdims=True) + 1e-5) @ w2
+    return model, x, y
+
+
+def test_large_range_layernorm_stays_float32_and_within_error(layernorm_model):
+    model, x, expected = layernorm_model
+    # plain conversion: in true float16 the squares overflow, the variance is inf and the output collapses
+    plain = float16.convert_float_to_float16(model)
+    got = reference_run(plain, cast_feeds(plain, {"x": x}))["y"].astype(np.float64)
+    assert np.abs(got - expected).max() > 1.0
+    # ... while onnxruntime's CPU provider hides it (float32 fallback for float16 nodes)
+    cpu = ort.InferenceSession(plain.SerializeToString(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(cpu.run(None, {"x": x.astype(np.float16)})[0], expected, atol=0.05)
+    converted, report = convert_float16(model, data={"x": x})
+    kept = {k["node"] for k in report.extra["kept_float32"]}
+    assert {"square", "variance"} <= kept and "proj" not in kept and "head" not in kept
+    assert "beyond the float16 range" in str(report)
+    got = reference_run(converted, cast_feeds(converted, {"x": x}))["y"].astype(np.float64)
+    assert np.isfinite(got).all()
+    np.testing.assert_allclose(got, expected, atol=1e-2, rtol=1e-2)  # the stated error
+    assert report.ok
+    types = {i.name: i.type.tensor_type.elem_type for i in converted.graph.input}
+    assert types["x"] == T.FLOAT16
+
+
+def test_fp16_torch_mlp_keep_io_types(tmp_path):
+    model, feeds, expected = torch_model("mlp")
+    out = tmp_path / "mlp16.onnx"
+    converted, report = convert_float16(model, data=feeds, keep_io_types=True, output=out)
+    assert report.ok and out.exists()
+    assert converted.graph.input[0].type.tensor_type.elem_type == T.FLOAT
+    assert any(t.data_type == T.FLOAT16 for t in converted.graph.initializer)
+    sess = ort.InferenceSession(out.read_bytes(), providers=["CPUExecutionProvider"])
+    np.testing.assert_allclose(sess.run(None, feeds)[0], expected, atol=2e-2, rtol=2e-2)
+
+
+def test_bf16_layernorm(layernorm_model):
+    model, x, expected = layernorm_model
+    converted, report = convert_float16(model, data={"x": x}, fmt="bfloat16")
+    assert any(t.data_type == T.BFLOAT16 for t in converted.graph.initializer)
+    got = reference_run(converted, cast_feeds(converted, {"x": x}))["y"].astype(np.float64)
+    np.testing.assert_allclose(got, expected, atol=5e-2, rtol=5e-2)
+    assert report.ok
+
+
+def test_fp16_refused_when_tolerance_cannot_be_met(layernorm_model, tmp_path):
+    model, x, _ = layernorm_model
+    out = tmp_path / "never.onnx"
+    with pytest.raises(ConversionError, match="stray from float32"):
+        convert_float16(model, data={"x": x}, rtol=1e-7, atol=1e-7, max_rounds=1, output=out)
+    assert not out.exists()

@@ -1,0 +1,226 @@
+"""Category encoders, group aggregates, bucketing and expressions: graph == pandas / scikit-learn."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+import sklearn.preprocessing
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.pandas import column, data_frames
+from sklearn.compose import ColumnTransformer
+from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.pipeline import make_pipeline
+
+import onegraph
+from onegraph.errors import MissingColumnError
+from onegraph.frame import (
+    Bucketize,
+    Expression,
+    FrequencyEncoder,
+    GroupAggregate,
+    RangeMap,
+    RareCategoryGrouper,
+    SimpleImputer,
+    StandardScaler,
+    TargetEncoder,
+)
+from onegraph.frame.transformers.expression import ExpressionError
+
+from conftest import assert_same_values, graph_matches_transform
+
+UNSEEN = pd.DataFrame({"island": ["Dream", "Atlantis", None], "sex": ["male", None, "unknown"], "year": [2007, 2031, 2009],
+                       "body_mass_g": [4000.0, np.nan, 1.0], "bill_length_mm": [40.0, 41.0, np.nan]})
+
+
+@pytest.mark.parametrize("normalize", [False, True])
+def test_frequency_encoding_equals_value_counts(penguins, normalize):
+    frame = penguins[["island", "sex", "year"]]
+    enc = FrequencyEncoder(normalize=normalize, unseen=-1.0).fit(frame)
+    graph_matches_transform(enc, frame, UNSEEN[["island", "sex", "year"]])
+    for c in frame.columns:
+        counts = penguins[c].value_counts(normalize=normalize, dropna=False)
+        assert_same_values(enc.transform(frame)[c], penguins[c].map(counts).fillna(counts.get(np.nan, -1.0)))
+    assert enc.transform(UNSEEN[["island"]].assign(sex="x", year=1))["island"].tolist()[1] == -1.0
+
+
+@pytest.mark.parametrize("target", ["species", "binary", "body_mass_g"])
+def test_target_encoding_equals_scikit_learn(penguins, target):
+    frame = penguins[["island", "sex"]]
+    y = {"species": penguins["species"], "binary": (penguins["species"] == "Adelie").astype(int),
+         "body_mass_g": penguins["body_mass_g"].fillna(4200.0)}[target]
+    ours = TargetEncoder(smooth=3.0, cv=4).fit(frame, y)
+    theirs = sklearn.preprocessing.TargetEncoder(smooth=3.0, cv=4).fit(frame.astype(object), y)
+    assert list(ours.get_feature_names_out()) == list(theirs.get_feature_names_out())
+    np.testing.assert_allclose(ours.transform(frame).to_numpy(float), theirs.transform(frame.astype(object)),
+                               rtol=1e-12)
+    graph_matches_transform(ours, frame, UNSEEN[["island", "sex"]])
+    onegraph.build(theirs, None, frame)  # scikit-learn's own encoder exports through the same emitter
+
+
+def test_target_encoding_fit_transform_is_out_of_fold(airports):
+    frame = airports[["state"]]
+    y = (airports["latitude"] > 38).astype(int)
+    enc = TargetEncoder(cv=5)
+    out_of_fold = enc.fit_transform(frame, y)
+    sk = sklearn.preprocessing.TargetEncoder(cv=5).fit(frame.astype(object), y)
+    np.testing.assert_allclose(enc.transform(frame).to_numpy(float), sk.transform(frame.astype(object)), rtol=1e-12)
+    assert not np.allclose(out_of_fold.to_numpy(float), enc.transform(frame).to_numpy(float))
+    pipe = make_pipeline(TargetEncoder(), LogisticRegression()).fit(frame, y)
+    onegraph.build(pipe, None, frame)
+
+
+@pytest.mark.parametrize("params", [dict(min_count=30), dict(min_frequency=0.02, unseen="keep", other="RARE")])
+def test_rare_categories_grouped_as_pandas(airports, params):
+    frame = airports[["state"]]
+    grouper = RareCategoryGrouper(**params).fit(frame)
+    rows = pd.concat([frame, pd.DataFrame({"state": ["ZZ", None]})], ignore_index=True)
+    graph_matches_transform(grouper, frame, rows)
+    counts = airports["state"].value_counts()
+    limit = params.get("min_count") or params["min_frequency"] * len(frame)
+    kept = rows["state"].isin(counts.index[counts >= limit]) | rows["state"].isna()
+    if params.get("unseen") == "keep":
+        kept |= ~rows["state"].isin(counts.index)
+    assert_same_values(grouper.transform(rows)["state"], rows["state"].where(kept, params.get("other", "other")))
+
+
+def test_group_aggregates_equal_groupby(penguins):
+    frame = penguins[["island", "sex", "body_mass_g", "bill_length_mm"]]
+    agg = GroupAggregate("island", {"body_mass_g": ["mean", "max", "count"], "bill_length_mm": "median"}).fit(frame)
+    graph_matches_transform(agg, frame, UNSEEN[frame.columns])
+    means = penguins.groupby("island")["body_mass_g"].mean()
+    out = agg.transform(UNSEEN[frame.columns])
+    assert out["body_mass_g_mean_by_island"].tolist()[0] == means["Dream"]
+    assert out["body_mass_g_mean_by_island"].tolist()[1] == penguins["body_mass_g"].mean()  # unseen: overall
+    two = GroupAggregate(["island", "sex"], {"body_mass_g": ["mean", "std", "size"]}, default=np.nan).fit(frame)
+    graph_matches_transform(two, frame, UNSEEN[frame.columns])
+    merged = frame.merge(penguins.groupby(["island", "sex"], dropna=False)["body_mass_g"].mean().rename("m"),
+                         left_on=["island", "sex"], right_index=True, how="left")["m"]
+    assert_same_values(two.transform(frame)["body_mass_g_mean_by_island_sex"], merged)
+    with pytest.raises(MissingColumnError, match="merchant"):
+        GroupAggregate("merchant", {"body_mass_g": "mean"}).fit(frame)
+
+
+def test_group_aggregate_on_integer_keys_in_a_model(penguins):
+    frame = penguins[["year", "island", "body_mass_g", "flipper_length_mm"]]
+    pipe = make_pipeline(
+        ColumnTransformer([
+            ("agg", GroupAggregate(["year", "island"], {"body_mass_g": "mean"}), ["year", "island", "body_mass_g"]),
+            ("num", make_pipeline(SimpleImputer(), StandardScaler()), ["flipper_length_mm"]),
+        ]),
+        Ridge(),
+    ).fit(frame, penguins["bill_depth_mm"].fillna(17.0))
+    onegraph.build(pipe, None, frame)
+
+
+@pytest.mark.parametrize("params", [dict(n_bins=4), dict(n_bins=6, strategy="uniform"),
+                                    dict(n_bins=3, strategy="kmeans", random_state=0),
+                                    dict(edges=[0, 80, 100, 150, 1000])])
+def test_bucketize_equals_kbins_discretizer(cars, params):
+    frame = cars[["Horsepower", "Weight_in_lbs"]]
+    buckets = Bucketize(**params).fit(frame)
+    graph_matches_transform(buckets, frame)
+    if "edges" not in params:  # per column, scikit-learn fitted on that column's values present
+        for c in frame.columns:
+            present = frame[[c]].dropna()
+            sk = sklearn.preprocessing.KBinsDiscretizer(encode="ordinal", **params).fit(present)
+            np.testing.assert_array_equal(buckets.transform(frame).loc[present.index, c], sk.transform(present)[:, 0])
+    assert buckets.transform(frame)["Horsepower"].isna().sum() == frame["Horsepower"].isna().sum()
+
+
+@pytest.mark.parametrize("encode", ["ordinal", "onehot", "onehot-dense"])
+def test_scikit_learn_kbins_discretizer_exports(cars, encode):
+    frame = cars[["Weight_in_lbs", "Acceleration"]]
+    kb = sklearn.preprocessing.KBinsDiscretizer(n_bins=4, encode=encode).fit(frame)
+    got = onegraph.score(onegraph.build(kb, None, frame), frame).to_numpy(float)
+    expected = kb.transform(frame)
+    np.testing.assert_array_equal(got, expected.toarray() if hasattr(expected, "toarray") else expected)
+
+
+def test_range_map_like_ibm_range_transformer(cars):
+    frame = cars[["Horsepower", "Acceleration"]]
+    ranges = [(None, 70, 70), (150, None, "mean"), (80, 90, "median")]
+    rm = RangeMap(ranges).fit(frame)
+    graph_matches_transform(rm, frame)
+    hp = cars["Horsepower"]
+    expected = hp.copy()
+    expected[hp <= 70] = 70
+    expected[hp >= 150] = hp[hp >= 150].mean()
+    expected[(hp >= 80) & (hp <= 90)] = hp[(hp >= 80) & (hp <= 90)].median()
+    assert_same_values(rm.transform(frame)["Horsepower"], expected)
+
+
+def test_expressions_equal_pandas(penguins):
+    frame = penguins
+    expr = Expression({
+        "ratio": "body_mass_g / (1 + flipper_length_mm)",
+        "heavy": "body_mass_g > 4000",
+        "log_or_flag": "where(sex == 'male', log(body_mass_g), -1)",
+        "steps": "clip(bill_length_mm, 35, 50) // 3 % 4",
+        "poly": "fillna(bill_depth_mm, 0) ** 2 - year",
+        "logic": "isna(sex) | (year >= 2009) & ~(island != 'Dream')",
+        "smaller": "minimum(bill_length_mm, bill_depth_mm * 2.5)",
+        "chain": "35 < bill_length_mm <= 45",
+        "rounded": "round(bill_length_mm / 7) + abs(-year) * 0",
+        "constant": "3",
+    }).fit(frame)
+    graph_matches_transform(expr, frame)
+    out = expr.transform(frame)
+    p = penguins
+    assert_same_values(out["ratio"], frame.eval("body_mass_g / (1 + flipper_length_mm)"))
+    assert_same_values(out["heavy"], p["body_mass_g"] > 4000)
+    assert_same_values(out["log_or_flag"], np.where(p["sex"] == "male", np.log(p["body_mass_g"]), -1))
+    assert_same_values(out["steps"], p["bill_length_mm"].clip(35, 50) // 3 % 4)
+    assert_same_values(out["poly"], p["bill_depth_mm"].fillna(0) ** 2 - p["year"])
+    assert_same_values(out["logic"], p["sex"].isna() | ((p["year"] >= 2009) & (p["island"] == "Dream")))
+    assert_same_values(out["smaller"], np.minimum(p["bill_length_mm"], p["bill_depth_mm"] * 2.5))
+    assert_same_values(out["chain"], (p["bill_length_mm"] > 35) & (p["bill_length_mm"] <= 45))
+    assert_same_values(out["constant"], np.full(len(p), 3.0))
+
+
+def test_expression_with_quoted_names_in_a_model(cars):
+    frame = cars[["Miles_per_Gallon", "Cylinders", "Horsepower"]].rename(columns={"Miles_per_Gallon": "miles per gallon"})
+    pipe = make_pipeline(
+        Expression({"x": "`miles per gallon` * Cylinders - Horsepower / 3", "y": "where(Cylinders > 4, 1, 0)"}),
+        SimpleImputer(), StandardScaler(), Ridge(),
+    ).fit(frame, cars["Acceleration"])
+    onegraph.build(pipe, None, frame)
+
+
+@pytest.mark.parametrize("text", ["__import__('os').system('true')", "body_mass_g.real", "[x for x in year]",
+                                  "year[0]", "lambda: 1", "f'{year}'", "year if sex else 0", "sex + 1",
+                                  "log(year, 2)", "island < 'B'"])
+def test_expressions_outside_the_grammar_are_refused(penguins, text):
+    with pytest.raises(ExpressionError):
+        Expression(text).fit(penguins)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data_frames([
+    column("a", elements=st.one_of(st.just(np.nan), st.floats(-1e6, 1e6), st.just(0.0), st.just(-0.0))),
+    column("b", elements=st.one_of(st.just(np.nan), st.floats(-50, 50), st.just(0.0), st.just(np.inf))),
+]).filter(lambda d: len(d) >= 1))
+def test_hypothesis_expressions_with_nan_zero_and_inf(frame):
+    model, expr = _expression_model()
+    got = onegraph.score(model, frame)
+    expected = expr.transform(frame)
+    with np.errstate(all="ignore"):
+        a, b = frame["a"].to_numpy(float), frame["b"].to_numpy(float)
+        assert_same_values(expected["q"], np.floor_divide(a, b))
+        assert_same_values(expected["r"], np.remainder(a, b))
+    for name in expected.columns:
+        assert_same_values(got[name].to_numpy(), expected[name].to_numpy(), name=name)
+
+
+_EXPRESSION: list = []
+
+
+def _expression_model():
+    if not _EXPRESSION:
+        sample = pd.DataFrame({"a": [1.0, np.nan], "b": [2.0, 0.0]})
+        expr = Expression({"q": "a // b", "r": "a % b", "d": "a / b - b ** 2", "c": "a >= b", "n": "a != b",
+                           "w": "where(b, a, -a)", "m": "maximum(a, b)", "s": "sqrt(abs(a)) * exp(-abs(b))",
+                           "l": "(a > 0) and not (b < 0) or isna(a)"}).fit(sample)
+        _EXPRESSION.extend([onegraph.build(expr, None, sample), expr])
+    return _EXPRESSION

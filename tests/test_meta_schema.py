@@ -1,0 +1,233 @@
+"""The metadata schema: every field round-trips through save / load, malformed values are reported naming
+their key (never dropped), unknown keys are kept, build fills the schema, and the shipped JSON Schema is the
+one the code generates and agrees with it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import jsonschema
+import numpy as np
+import onnx
+import pandas as pd
+import pytest
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+
+import onegraph
+from onegraph.frame import OneHotEncoder, SimpleImputer, StandardScaler
+from onegraph.meta import (PREFIX, SCHEMA_VERSION, MetadataError, decode, encode, read, read_metadata,
+                           set_metadata, table_hash)
+from onegraph.meta.jsonschema import SHIPPED, json_schema
+from onegraph.meta.schema import FIELDS
+
+NUMERIC = ["bill_length_mm", "bill_depth_mm", "flipper_length_mm", "body_mass_g"]
+SHA = "sha256:" + "ab" * 32
+
+#: one valid value for every field of the schema
+FULL = {
+    "meta_version": SCHEMA_VERSION,
+    "created_at": "2024-05-01T12:30:00.250+02:00",
+    "producer": "onegraph 0.1.0",
+    "source_library": "scikit-learn 1.9.1",
+    "training_algorithm": "sklearn.linear_model.LogisticRegression",
+    "hyperparameters": {"C": 0.5, "penalty": "l2", "class_weight": None, "layers": [8, 4], "nested": {"a": True}},
+    "training_data": {"name": "penguins.csv", "rows": 333, "columns": NUMERIC, "content_hash": SHA},
+    "inputs": [{"name": "bill_length_mm", "kind": "float", "onnx_type": "double", "source_dtype": "float64"},
+               {"name": "island", "kind": "string", "onnx_type": "string", "source_dtype": "str"}],
+    "outputs": [{"name": "label", "column": "label", "role": "label"},
+                {"name": "probabilities", "column": "probabilities", "role": "probabilities",
+                 "classes": ["Adelie", "Chinstrap", "Gentoo"], "units": "probability"}],
+    "author": "Ada Lovelace <ada@example.org>",
+    "license": "Apache-2.0",
+    "intended_use": "teaching; not for field identification of live birds",
+    "lineage": {"parent": SHA, "parent_name": "penguins-v1.onnx", "relation": "retrained"},
+    "transfer_learning": {"base_model": "penguins-v1", "frozen": ["coef"], "trainable": ["intercept"]},
+    "precision": {"dtypes": ["double", "float16"], "regions": [{"dtype": "float16", "nodes": ["mm"], "name": "head"}]},
+    "models": [{"name": "lr", "source": "sklearn.linear_model.LogisticRegression", "consumes": "double[4]"},
+               {"name": "gb", "source": "xgboost.XGBClassifier", "consumes": "float[4]"}],
+    "ensemble": {"method": "weighted", "weights": [0.25, 0.75], "final_estimator": None},
+    "sequence": {"group": "card_id", "order": "timestamp", "window": 8, "padding": "pre", "pad_value": 0.0,
+                 "input": "onegraph.window"},
+}
+#: one malformed value per field, and words the error must contain
+BAD = {
+    "meta_version": ("0", "greater than or equal to 1"),
+    "created_at": ("2024-05-01 noon", "RFC 3339"),
+    "producer": ("onegraph", "pattern"),
+    "source_library": ("", "pattern"),
+    "training_algorithm": ("", "at least 1"),
+    "hyperparameters": ("[1, 2]", "dictionary"),
+    "training_data": ('{"rows": "333"}', "integer"),
+    "inputs": ('[{"name": "a", "kind": "weird", "onnx_type": "double"}]', "kind"),
+    "outputs": ('[{"name": "label", "role": "verdict"}]', "role"),
+    "author": ("", "at least 1"),
+    "license": ("", "at least 1"),
+    "intended_use": ("", "at least 1"),
+    "lineage": ('{"parent": "md5:abc"}', "pattern"),
+    "transfer_learning": ('{"base_model": "b", "frozen": ["w"], "trainable": ["w"]}', "both frozen and trainable"),
+    "precision": ('{"dtypes": ["float99"]}', "dtypes"),
+    "models": ('[{"source": "x"}]', "name"),
+    "ensemble": ('{"method": "median"}', "method"),
+    "sequence": ('{"group": "card", "order": "t", "window": 0}', "greater than or equal to 1"),
+}
+
+
+def tiny_model() -> onnx.ModelProto:
+    """A graph with the names FULL mentions (inputs, outputs, initializers coef / intercept, node mm)."""
+    g = onnx.helper.make_graph(
+        [onnx.helper.make_node("MatMul", ["bill_length_mm", "coef"], ["s"], name="mm"),
+         onnx.helper.make_node("Add", ["s", "intercept"], ["probabilities"]),
+         onnx.helper.make_node("Identity", ["island"], ["label"])], "g",
+        [onnx.helper.make_tensor_value_info("bill_length_mm", onnx.TensorProto.DOUBLE, ["N", 1]),
+         onnx.helper.make_tensor_value_info("island", onnx.TensorProto.STRING, ["N"])],
+        [onnx.helper.make_tensor_value_info("label", onnx.TensorProto.STRING, ["N"]),
+         onnx.helper.make_tensor_value_info("probabilities", onnx.TensorProto.DOUBLE, ["N", 3])],
+        [onnx.numpy_helper.from_array(np.ones((1, 3)), "coef"), onnx.numpy_helper.from_array(np.zeros(3), "intercept")])
+    return onnx.helper.make_model(g, opset_imports=[onnx.helper.make_opsetid("", 21)], ir_version=10)
+
+
+def with_props(props: dict[str, str]) -> onnx.ModelProto:
+    model = tiny_model()
+    for k, v in props.items():
+        model.metadata_props.add(key=k, value=v)
+    return model
+
+
+def test_the_full_example_covers_every_field():
+    assert set(FULL) == set(FIELDS) == set(BAD)
+
+
+def test_every_field_round_trips_through_save_and_load(tmp_path):
+    path = tmp_path / "m.onnx"
+    onnx.save(set_metadata(tiny_model(), FULL, trusted=True), path)
+    md = read_metadata(path)
+    assert md.ok, md.errors
+    assert md.fields == FULL
+    assert md.others == {"model_author": FULL["author"], "model_license": FULL["license"]}
+    props = {p.key: p.value for p in onnx.load(path).metadata_props}
+    assert props[PREFIX + "created_at"] == FULL["created_at"]  # text fields are stored as the text itself
+    assert json.loads(props[PREFIX + "training_data"]) == FULL["training_data"]
+    assert decode(props)[0] == FULL
+
+
+@pytest.mark.parametrize("key", sorted(BAD))
+def test_malformed_values_are_refused_when_written_naming_the_key(key):
+    value, words = BAD[key]
+    with pytest.raises(MetadataError) as info:
+        encode({key: value})
+    assert info.value.key == PREFIX + key
+    assert PREFIX + key in str(info.value) and words in str(info.value)
+    with pytest.raises(MetadataError, match=key):
+        set_metadata(tiny_model(), {key: value}, trusted=True)
+
+
+@pytest.mark.parametrize("key", sorted(BAD))
+def test_malformed_values_are_reported_when_read_and_kept(key, tmp_path):
+    value, words = BAD[key]
+    path = tmp_path / "m.onnx"
+    onnx.save(with_props({PREFIX + key: value, "com.example.note": "x"}), path)
+    md = read_metadata(path)
+    assert [e.key for e in md.errors] == [PREFIX + key] and words in md.errors[0].message
+    assert md.invalid == {key: value}  # kept verbatim, not dropped
+    assert md.fields == {} and md.others == {"com.example.note": "x"}
+    assert md.props()[PREFIX + key] == value
+    with pytest.raises(MetadataError, match=key):
+        decode(md.props())
+
+
+def test_unknown_keys_are_kept_through_set():
+    model = with_props({PREFIX + "future_field": '{"x": 1}', "com.example.note": "keep me"})
+    updated = set_metadata(model, {"author": "Ada", "com.example.other": "also"}, remove=["model_license"],
+                           trusted=True)
+    props = {p.key: p.value for p in updated.metadata_props}
+    assert props[PREFIX + "future_field"] == '{"x": 1}' and props["com.example.note"] == "keep me"
+    assert props["com.example.other"] == "also" and props["model_author"] == props[PREFIX + "author"] == "Ada"
+    md = read(props)
+    assert md.ok and md.fields["future_field"] == '{"x": 1}'
+    assert {p.key for p in model.metadata_props} == {PREFIX + "future_field", "com.example.note"}  # input unchanged
+    removed = set_metadata(updated, remove=["author"], trusted=True)
+    assert not {"model_author", PREFIX + "author"} & {p.key for p in removed.metadata_props}
+
+
+def test_standard_keys_must_agree_and_are_aliases():
+    md = read({PREFIX + "author": "Ada", "model_author": "Charles"})
+    assert [e.key for e in md.errors] == ["model_author"]
+    props = {p.key: p.value for p in set_metadata(tiny_model(), {"model_license": "MIT"}, trusted=True).metadata_props}
+    assert props == {PREFIX + "license": "MIT", "model_license": "MIT"}
+
+
+def test_names_must_exist_in_the_graph():
+    md = read_metadata(set_metadata(tiny_model(), {
+        "transfer_learning": {"base_model": "b", "frozen": ["coef", "ghost"]},
+        "precision": {"dtypes": ["double"], "regions": [{"dtype": "float16", "nodes": ["nope"]}]},
+        "outputs": [{"name": "verdict", "role": "label"}]}, trusted=True))
+    assert sorted(e.key for e in md.errors) == [PREFIX + "outputs", PREFIX + "precision", PREFIX + "transfer_learning"]
+    assert "ghost" in str(md.errors) and "nope" in str(md.errors)
+
+
+def test_newer_schema_versions_are_noted_not_refused():
+    md = read({PREFIX + "meta_version": str(SCHEMA_VERSION + 1), PREFIX + "new_thing": "x"})
+    assert md.ok and md.fields["new_thing"] == "x" and "version" in md.notes[0]
+
+
+@pytest.fixture(scope="module")
+def built(penguins, tmp_path_factory):
+    df = penguins.dropna(subset=["species"]).reset_index(drop=True)
+    y = df.pop("species")
+    x = df[NUMERIC + ["island"]]
+    from sklearn.compose import ColumnTransformer
+
+    pipe = make_pipeline(ColumnTransformer([
+        ("num", make_pipeline(SimpleImputer(), StandardScaler()), NUMERIC),
+        ("cat", OneHotEncoder(handle_unknown="ignore"), ["island"]),
+    ]), LogisticRegression(C=0.5, max_iter=300)).fit(x, y)
+    path = tmp_path_factory.mktemp("built") / "penguins.onnx"
+    onegraph.build(pipe, None, x, path=path, metadata={"author": "Ada", "training_data": {"name": "penguins.csv"}})
+    return path, pipe, x
+
+
+def test_a_built_model_validates_and_carries_what_build_knows(built):
+    path, pipe, x = built
+    md = read_metadata(path)
+    assert md.ok and not md.notes, md.errors
+    f = md.fields
+    assert f["meta_version"] == SCHEMA_VERSION and f["producer"] == f"onegraph {onegraph.__version__}"
+    model = pipe[-1]
+    assert f["training_algorithm"] == "sklearn.linear_model.LogisticRegression"
+    assert f["hyperparameters"]["C"] == 0.5 and f["hyperparameters"]["max_iter"] == 300
+    assert set(f["hyperparameters"]) == set(model.get_params(deep=False))
+    data = f["training_data"]
+    assert data["name"] == "penguins.csv" and data["rows"] == len(x) and data["columns"] == list(x.columns)
+    expected = hashlib.sha256(json.dumps([[c, str(x[c].dtype)] for c in x.columns]).encode())
+    expected.update(pd.util.hash_pandas_object(x, index=False).to_numpy().tobytes())
+    assert data["content_hash"] == f"sha256:{expected.hexdigest()}" == table_hash(x)
+    changed = x.copy()
+    changed.iloc[0, 0] += 1.0
+    assert table_hash(changed) != data["content_hash"]
+    proto = onnx.load(path)
+    used = {onnx.TensorProto.DataType.Name(t.data_type).lower() for t in proto.graph.initializer}
+    used |= {onnx.TensorProto.DataType.Name(i.type.tensor_type.elem_type).lower() for i in proto.graph.input}
+    assert used <= set(f["precision"]["dtypes"]) and {"double", "string"} <= used
+    assert f["author"] == "Ada" and md.others["model_author"] == "Ada"
+    assert [i["name"] for i in f["inputs"]] == list(x.columns)
+    assert f["outputs"][1]["classes"] == list(model.classes_)
+
+
+def test_shipped_json_schema_is_the_generated_one():
+    assert json.loads(SHIPPED.read_text()) == json_schema()
+
+
+def test_json_schema_agrees_with_the_code(built):
+    validator = jsonschema.Draft202012Validator(json.loads(SHIPPED.read_text()),
+                                                format_checker=jsonschema.FormatChecker())
+    validator.validate(FULL)
+    validator.validate(read_metadata(built[0]).fields)
+    for key, (value, _) in BAD.items():
+        if key == "transfer_learning":
+            continue  # "never both frozen and trainable" relates two lists: JSON Schema cannot say it
+        bad = json.loads(value) if FIELDS[key] == "json" and value.startswith(("[", "{")) else value
+        if key == "meta_version":
+            bad = 0
+        assert list(validator.iter_errors({key: bad})), f"the JSON Schema accepts the malformed {key}"

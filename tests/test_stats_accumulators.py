@@ -1,0 +1,167 @@
+"""Streaming, mergeable tensor statistics equal numpy's on the concatenated data."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from onegraph.errors import DataError
+from onegraph.stats.accumulators import QUANTILE_PROBS, TensorAccumulator, merge_all
+
+from conftest import DATA
+
+
+def real_matrix() -> np.ndarray:
+    """Seattle weather's numeric columns (1,461 days x 4), float32, with NaN / inf / zeros planted."""
+    frame = pd.read_csv(DATA / "seattle-weather.csv")
+    x = frame[["precipitation", "temp_max", "temp_min", "wind"]].to_numpy(np.float32).copy()
+    x[[3, 500, 900], 1] = np.nan
+    x[[10, 11], 2] = np.inf
+    x[700, 3] = -np.inf
+    return x
+
+
+def check_against_numpy(stats, x: np.ndarray, axis: int | None = 1) -> None:
+    values = np.asarray(x, dtype=np.float64)
+    finite = values[np.isfinite(values)]
+    assert stats.size == values.size
+    assert stats.count == finite.size
+    assert stats.nan == np.isnan(values).sum()
+    assert stats.posinf == np.isposinf(values).sum()
+    assert stats.neginf == np.isneginf(values).sum()
+    assert stats.min == finite.min() and stats.max == finite.max()
+    assert stats.absmax == np.abs(finite).max()
+    assert stats.zero_fraction == (finite == 0).sum() / finite.size
+    # 1e-9 relative; a mean that is 0 up to rounding (a standardized column) is compared at the scale of
+    # the data, which no summation order can beat
+    np.testing.assert_allclose(stats.mean, finite.mean(), rtol=1e-9, atol=1e-13 * stats.absmax)
+    np.testing.assert_allclose(stats.std, finite.std(), rtol=1e-9, atol=1e-13 * stats.absmax)
+    # histogram: exact counts per bin, bins found independently with searchsorted on the edges
+    edges = stats.histogram.edges
+    expected = np.bincount(np.searchsorted(edges, finite, side="right") - 1, minlength=len(edges) - 1)
+    assert list(stats.histogram.counts) == expected.tolist()
+    # quantiles: the rank of each returned value is within the sketch's stated bound
+    eps = stats.quantile_rank_error
+    for p, v in stats.quantiles.items():
+        assert (finite < v).mean() - eps <= p <= (finite <= v).mean() + eps, (p, v)
+    # outlier counts: the exact count lies in the bounds
+    for key, o in stats.outliers.items():
+        exact = int(((finite < o.low) | (finite > o.high)).sum())
+        assert o.count_min <= exact <= o.count_max, key
+        assert o.count_min <= o.count <= o.count_max
+    if axis is not None and values.ndim > axis:
+        moved = np.moveaxis(np.where(np.isfinite(values), values, np.nan), axis, 0).reshape(values.shape[axis], -1)
+        assert stats.channels.axis == axis
+        assert list(stats.channels.count) == np.isfinite(moved).sum(axis=1).tolist()
+        assert list(stats.channels.min) == np.nanmin(moved, axis=1).tolist()
+        assert list(stats.channels.max) == np.nanmax(moved, axis=1).tolist()
+        np.testing.assert_allclose(stats.channels.mean, np.nanmean(moved, axis=1), rtol=1e-9,
+                                   atol=1e-13 * stats.absmax)
+        np.testing.assert_allclose(stats.channels.std, np.nanstd(moved, axis=1), rtol=1e-9,
+                                   atol=1e-13 * stats.absmax)
+
+
+def test_batches_equal_numpy_on_real_data():
+    x = real_matrix()
+    acc = TensorAccumulator("weather")
+    for start in range(0, len(x), 100):
+        acc.update(x[start:start + 100])
+    stats = acc.result()
+    check_against_numpy(stats, x)
+    assert stats.samples == len(x) and stats.dtype == "float32" and stats.shape == (None, 4)
+    assert set(stats.quantiles) == set(QUANTILE_PROBS)
+    assert 0 < stats.quantile_rank_error < 0.02
+
+
+@pytest.mark.parametrize("shards", [2, 7])
+def test_merging_shards_equals_one_pass(shards):
+    x = real_matrix()
+    one = TensorAccumulator("t").update(x).result()
+    parts = [TensorAccumulator("t") for _ in range(shards)]
+    rng = np.random.default_rng(shards)
+    cuts = np.sort(rng.choice(np.arange(1, len(x)), size=3 * shards, replace=False))
+    for i, chunk in enumerate(np.split(x, cuts)):
+        parts[i % shards].update(chunk)  # uneven, interleaved shards
+    merged = merge_all(parts).result()
+    for key in ("size", "count", "nan", "posinf", "neginf", "min", "max", "absmax", "zero_fraction", "samples"):
+        assert getattr(merged, key) == getattr(one, key), key
+    assert merged.histogram == one.histogram  # bin for bin
+    np.testing.assert_allclose(merged.mean, one.mean, rtol=1e-9)
+    np.testing.assert_allclose(merged.std, one.std, rtol=1e-9)
+    assert merged.channels.min == one.channels.min and merged.channels.count == one.channels.count
+    np.testing.assert_allclose(merged.channels.std, one.channels.std, rtol=1e-9)
+    check_against_numpy(merged, x)  # merged quantiles keep the bound
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.lists(st.floats(allow_nan=True, allow_infinity=True, width=32), min_size=0, max_size=40),
+                min_size=1, max_size=6), st.integers(2, 64))
+def test_any_batches_and_merge_order(batches, bins):
+    arrays = [np.array(b, dtype=np.float32) for b in batches]
+    whole = np.concatenate(arrays)
+    one = TensorAccumulator("t", bins=bins, channel_axis=None)
+    for a in arrays:
+        one.update(a)
+    reverse = [TensorAccumulator("t", bins=bins, channel_axis=None).update(a) for a in reversed(arrays)]
+    merged = merge_all(reverse).result()
+    stats = one.result()
+    if np.isfinite(whole).any():
+        check_against_numpy(stats, whole, axis=None)
+        assert merged.histogram == stats.histogram and len(stats.histogram.counts) <= bins
+    else:
+        assert stats.count == 0 and stats.min is None and stats.histogram is None
+    assert (merged.count, merged.nan, merged.posinf, merged.neginf) == (stats.count, stats.nan, stats.posinf,
+                                                                        stats.neginf)
+
+
+def test_float16_and_bfloat16_are_accumulated_in_float64():
+    import ml_dtypes
+
+    rng = np.random.default_rng(0)
+    base = rng.normal(1000.0, 3.0, size=(5000, 3))
+    for dtype in (np.float16, ml_dtypes.bfloat16):
+        x = base.astype(dtype)
+        stats = TensorAccumulator("half").update(x).result()
+        exact = x.astype(np.float64)
+        np.testing.assert_allclose(stats.mean, exact.mean(), rtol=1e-12)
+        np.testing.assert_allclose(stats.std, exact.std(), rtol=1e-9)
+        assert stats.min == exact.min() and stats.dtype == np.dtype(dtype).name
+
+
+def test_memory_is_bounded_independent_of_samples():
+    rng = np.random.default_rng(1)
+    sizes = []
+    for n in (10_000, 1_000_000):
+        acc = TensorAccumulator("t", bins=512)
+        data = rng.standard_t(3, size=n)  # heavy tails: the range keeps growing
+        for start in range(0, n, 10_000):
+            acc.update(data[start:start + 10_000].reshape(-1, 10))
+        sizes.append(len(pickle.dumps(acc)))
+        assert len(acc._counts) <= 512
+    assert sizes[1] < 1.5 * sizes[0]  # 100x the data, about the same state
+
+
+def test_pickled_accumulators_merge():
+    x = real_matrix()
+    a, b = TensorAccumulator("t").update(x[:700]), TensorAccumulator("t").update(x[700:])
+    merged = pickle.loads(pickle.dumps(a)).merge(pickle.loads(pickle.dumps(b))).result()
+    check_against_numpy(merged, x)
+
+
+def test_mismatched_channels_and_settings_are_refused():
+    acc = TensorAccumulator("conv").update(np.zeros((2, 3, 4)))
+    with pytest.raises(DataError, match="'conv'.*4 channels where earlier batches had 3"):
+        acc.update(np.zeros((2, 4, 4)))
+    with pytest.raises(DataError, match="different settings"):
+        acc.merge(TensorAccumulator("conv", bins=16))
+
+
+def test_empty_and_non_finite_only():
+    stats = TensorAccumulator("t").update(np.array([np.nan, np.inf, -np.inf])).result()
+    assert (stats.count, stats.nan, stats.posinf, stats.neginf) == (0, 1, 1, 1)
+    assert stats.min is None and stats.mean is None and stats.histogram is None and stats.quantiles == {}

@@ -1,0 +1,88 @@
+"""`onegraph stats MODEL --data DATA -o OUT.onnx [--report DIR]`, `onegraph stats show|recover|strip`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import onnx
+from typer.testing import CliRunner
+
+from onegraph.cli import app
+from onegraph.datasets import penguins_path
+from onegraph.stats import read_qparams, read_stats
+
+from stats_models import cnn, penguins_pipeline
+
+runner = CliRunner()
+
+
+def test_default_action_writes_model_report_and_tables(tmp_path):
+    model, frame = penguins_pipeline()
+    (tmp_path / "p.onnx").write_bytes(model)
+    out = tmp_path / "p.stats.onnx"
+    result = runner.invoke(app, ["stats", str(tmp_path / "p.onnx"), "--data", str(penguins_path()), "-o", str(out),
+                                 "--report", str(tmp_path / "report"), "--batch-size", "100"])
+    assert result.exit_code == 0, result.output
+    assert "widest ranges" in result.output and "NaN / inf" in result.output and "outlier-heavy" in result.output
+    assert f"over {len(frame):,} samples" in result.output
+    stats = read_stats(out)
+    assert stats["body_mass_g"].nan == frame["body_mass_g"].isna().sum()
+    assert stats["body_mass_g"].max == frame["body_mass_g"].max()
+    assert set(read_qparams(out)) == {n for n, s in stats.items() if s.min is not None}
+    index = (tmp_path / "report" / "index.html").read_text()
+    pngs = sorted((tmp_path / "report" / "hist").glob("*.png"))
+    assert len(pngs) == len(stats) and "body_mass_g" in index
+    assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and f'src="hist/{p.name}"' in index for p in pngs)
+
+
+def test_show_recover_strip_and_the_explicit_command(tmp_path):
+    model, x = cnn()
+    (tmp_path / "cnn.onnx").write_bytes(model)
+    np.savez(tmp_path / "digits.npz", x=x[:200])
+    annotated = tmp_path / "cnn.stats.onnx"
+    result = runner.invoke(app, ["stats", "calibrate", str(tmp_path / "cnn.onnx"), "--data",
+                                 str(tmp_path / "digits.npz"), "-o", str(annotated), "--quant-type", "int8",
+                                 "--symmetric", "--per-channel"])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["stats", "show", str(annotated)])
+    assert result.exit_code == 0, result.output
+    assert "/conv1/Conv_output_0" in result.output and "int8 x6" in result.output
+    result = runner.invoke(app, ["stats", "show", str(annotated), "--json"])
+    documents = json.loads(result.output)
+    assert documents["x"]["count"] == x[:200].size and documents["x"]["max"] == float(x[:200].max())
+    lean = tmp_path / "lean.onnx"
+    result = runner.invoke(app, ["stats", "strip", str(annotated), "-o", str(lean)])
+    assert result.exit_code == 0 and read_stats(lean) == {}
+    result = runner.invoke(app, ["stats", "show", str(lean)])
+    assert "carries no tensor statistics" in result.output
+    # a QDQ model: the recovered ranges are the ones its DequantizeLinear nodes represent
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.batches = iter([{"x": x[:100]}])
+
+        def get_next(self):
+            return next(self.batches, None)
+
+    quantize_static(str(tmp_path / "cnn.onnx"), str(tmp_path / "qdq.onnx"), Reader(), quant_format=QuantFormat.QDQ)
+    result = runner.invoke(app, ["stats", "recover", str(tmp_path / "qdq.onnx"), "-o", str(tmp_path / "rec.onnx")])
+    assert result.exit_code == 0, result.output
+    recovered = read_stats(tmp_path / "rec.onnx")
+    dq = [n for n in onnx.load(tmp_path / "qdq.onnx").graph.node if n.op_type == "DequantizeLinear"]
+    assert dq and all(recovered[n.output[0]].source == "recovered" for n in dq)
+
+
+def test_errors_print_one_line(tmp_path):
+    model, _ = cnn()
+    (tmp_path / "cnn.onnx").write_bytes(model)
+    np.savez(tmp_path / "bad.npz", image=np.zeros((2, 1, 8, 8), np.float32))
+    result = subprocess.run([sys.executable, "-m", "onegraph.cli", "stats", str(tmp_path / "cnn.onnx"), "--data",
+                             str(tmp_path / "bad.npz"), "-o", str(tmp_path / "o.onnx")],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1
+    assert result.stderr.strip().startswith("error: column 'x' is required") and "Traceback" not in result.stderr
+    assert not (tmp_path / "o.onnx").exists()
