@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 import onnx
+import onnx.inliner
 import pytest
 from compose_helpers import penguins, preprocessing
 from sklearn.ensemble import RandomForestClassifier
