@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import onnx_ir as ir
-from onnx_ir.analysis import analyze_implicit_usage
 
 
 class GraphIndex:
@@ -18,35 +17,35 @@ class GraphIndex:
         self.graph = graph
         self.pos: dict[ir.Node, float] = {n: float(i) for i, n in enumerate(graph)}
         self._top: dict[ir.Node, ir.Node] = {}
-        self._captured: dict[ir.Node, list[ir.Value]] = {}
-        nested = [n for n in graph if _subgraphs(n)]
-        if nested:
-            implicit = analyze_implicit_usage(graph)
-            for node in nested:
-                seen: dict[ir.Value, None] = {}
-                for sub in _subgraphs(node):
-                    for inner in ir.traversal.RecursiveGraphIterator(sub):
-                        self._top[inner] = node
-                    for v in implicit.get(sub, ()):
-                        if v.graph is graph:
-                            seen[v] = None
-                self._captured[node] = list(seen)
+        # the subgraph nodes of each top-level node that has subgraphs; the outer values they read are
+        # looked up when asked, because grouping replaces them (a captured value may become a call's output)
+        self._inner: dict[ir.Node, list[ir.Node]] = {}
+        for node in graph:
+            subs = _subgraphs(node)
+            if subs:
+                inner = [n for sub in subs for n in ir.traversal.RecursiveGraphIterator(sub)]
+                self._inner[node] = inner
+                for n in inner:
+                    self._top[n] = node
 
     def top(self, node: ir.Node) -> ir.Node:
         return self._top.get(node, node)
 
     def reads(self, node: ir.Node) -> list[ir.Value]:
         values = [v for v in node.inputs if v is not None]
-        captured = self._captured.get(node)
-        if captured:
-            values.extend(v for v in captured if v not in values)
+        inner = self._inner.get(node)
+        if inner:
+            seen = set(values)
+            for n in inner:
+                for v in n.inputs:
+                    if v is not None and v not in seen and v.graph is self.graph:
+                        seen.add(v)
+                        values.append(v)
         return values
 
     def inner_nodes(self, node: ir.Node) -> list[ir.Node]:
         """``node`` and every node of its subgraphs."""
-        if node not in self._captured:
-            return [node]
-        return [node] + [n for sub in _subgraphs(node) for n in ir.traversal.RecursiveGraphIterator(sub)]
+        return [node, *self._inner.get(node, ())]
 
 
 def _subgraphs(node: ir.Node) -> list[ir.Graph]:
