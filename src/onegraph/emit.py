@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -49,6 +50,9 @@ STRING = ir.DataType.STRING
 NAMESPACE_KEY = "namespace"
 #: Node metadata key holding the qualified class of the object that emitted the node.
 CLASS_KEY = "onegraph.class"
+#: Node metadata key holding every enclosing scope, outermost first, as a JSON list of ``[path, class]``
+#: pairs (a pipeline, its column transformer, the step), so a pass can group nested objects.
+SCOPES_KEY = "onegraph.scopes"
 #: Name prefix of the boolean graph outputs flagging rows a step refuses, per kind of check.
 CHECK_PREFIXES = {"unknown_category": "onegraph.check:unknown:", "out_of_range": "onegraph.check:out_of_range:"}
 
@@ -104,6 +108,7 @@ class GraphBuilder:
         #: metadata entries of the check outputs declared with :meth:`flag`
         self.checks: list[dict] = []
         self._scope: list[tuple[str, str]] = []
+        self._scope_meta: dict[str, str] | None = None
         self._consts: dict[tuple, ir.Value] = {}
         self._derived: dict[tuple, ir.Value] = {}
         self._counter = 0
@@ -118,18 +123,38 @@ class GraphBuilder:
         return f"{hint}__{self._counter}"
 
     @contextlib.contextmanager
-    def scope(self, name: str, obj: Any = None) -> Iterator[None]:
-        """Attribute the nodes added inside the block to ``name`` (an object path) and ``obj``'s class."""
+    def scope(self, path: str, obj: Any = None) -> Iterator[None]:
+        """Attribute the nodes added inside the block to ``path`` (the object's full path in the pipeline,
+        ``columntransformer.num.standardscaler``) and ``obj``'s class."""
         cls = "" if obj is None else f"{type(obj).__module__}.{type(obj).__qualname__}"
-        self._scope.append((name, cls))
+        outer = self.path
+        if outer and not (path == outer or path.startswith(outer + ".")):
+            # containers pass full paths already; a name given under another scope (a model of a
+            # composition, an ensemble's final estimator) is relative to it
+            path = f"{outer}.{path}" if path else outer
+        self._scope.append((path, cls))
+        self._scope_meta = None
         try:
             yield
         finally:
             self._scope.pop()
+            self._scope_meta = None
 
     @property
     def path(self) -> str:
-        return ".".join(s for s, _ in self._scope if s)
+        """The full path of the innermost scope ('' outside any scope)."""
+        return self._scope[-1][0] if self._scope else ""
+
+    def _node_metadata(self) -> dict[str, str] | None:
+        if not self._scope:
+            return None
+        if self._scope_meta is None:
+            meta = {NAMESPACE_KEY: self.path}
+            if self._scope[-1][1]:
+                meta[CLASS_KEY] = self._scope[-1][1]
+            meta[SCOPES_KEY] = json.dumps([[p, c] for p, c in self._scope], separators=(",", ":"))
+            self._scope_meta = meta
+        return dict(self._scope_meta)
 
     # -- nodes --------------------------------------------------------------------------------
     def op(
@@ -145,11 +170,7 @@ class GraphBuilder:
 
         ``dtype``, when given, annotates the (first) output's element type.
         """
-        meta = {}
-        if self._scope:
-            meta[NAMESPACE_KEY] = self.path
-            if self._scope[-1][1]:
-                meta[CLASS_KEY] = self._scope[-1][1]
+        meta = self._node_metadata()
         attrs = {k: v for k, v in attributes.items() if v is not None}
         node = ir.node(
             op_type,
@@ -158,7 +179,7 @@ class GraphBuilder:
             domain=domain,
             num_outputs=outputs,
             name=f"{self.path}/{op_type}_{self._counter}" if self._scope else None,
-            metadata_props=meta or None,
+            metadata_props=meta,
         )
         self._counter += 1
         if self._body is not None:

@@ -119,6 +119,14 @@ class RuntimeFailure(OnegraphError):
     """onnxruntime failed while running a model."""
 
 
+class PassError(OnegraphError):
+    """A graph transformation (grouping, inlining, fusion, kernel mapping) cannot be applied as asked."""
+
+
+class GroupingError(PassError):
+    """A set of nodes cannot become one function call (not convex, overlapping another group, unknown node)."""
+
+
 class ConversionError(OnegraphError):
     """A model conversion (opset, float16) was refused or changed the model's values.
 
@@ -156,6 +164,8 @@ __all__ = [
     "ParityError",
     "ModelFileError",
     "RuntimeFailure",
+    "PassError",
+    "GroupingError",
     "ConversionError",
     "FederatedError",
 ]

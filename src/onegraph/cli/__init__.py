@@ -15,6 +15,7 @@ from onegraph.errors import OnegraphError
 
 COMMAND_MODULES = [
     "onegraph.cli.core",
+    "onegraph.cli.functions",
     "onegraph.cli.convert",
     "onegraph.cli.check",
     "onegraph.cli.meta",

@@ -61,7 +61,7 @@ def input_columns(preprocessing: Any, model: Any, frame: pd.DataFrame) -> list[s
 
 def build(preprocessing: Any, model: Any = None, sample: Any = None, *, path: str | os.PathLike | None = None,
           check_parity: bool = True, rtol: float = 1e-6, atol: float = 1e-12, name: str = "onegraph",
-          metadata: Mapping[str, Any] | None = None) -> onnx.ModelProto:
+          metadata: Mapping[str, Any] | None = None, functions: bool = True) -> onnx.ModelProto:
     """Turn a fitted preprocessing and a fitted model into one ONNX model, verified on ``sample``.
 
     Parameters
@@ -88,6 +88,11 @@ def build(preprocessing: Any, model: Any = None, sample: Any = None, *, path: st
         ``source_library``, ``training_algorithm``, ``hyperparameters`` (``get_params``), ``training_data``
         (rows, columns and content hash of ``sample``, taken to be the training data), ``inputs``,
         ``outputs``, ``precision``. Dict fields are merged key by key.
+    functions:
+        Emit each step (transformer, model) as a call of a model-local function named after it (domain
+        ``onegraph.frame`` for onegraph's transformers, ``sklearn.preprocessing`` ... for scikit-learn's;
+        name = class, overload = the step's path), so the graph reads, in Netron, as the pipeline it came
+        from. onnxruntime inlines the functions when it loads the model. False: one flat graph.
 
     Returns
     -------
@@ -126,6 +131,10 @@ def build(preprocessing: Any, model: Any = None, sample: Any = None, *, path: st
     specs = [spec_for(n, frame[_column_key(frame, n)]) for n in names]
 
     ir_model, specs, outputs = _emit(preprocessing, model, specs, name)
+    if functions:
+        from onegraph.passes import group_steps
+
+        group_steps(ir_model)
     trained = _training_metadata(preprocessing, model, frame[[_column_key(frame, n) for n in names]])
     proto = _finish(ir_model, specs, outputs, model, trained, metadata or {})
     guard.trust(proto.SerializeToString())  # made and checked here: opening it needs no pre-check

@@ -144,8 +144,9 @@ def _convert(original: onnx.ModelProto, src: int, dst: int, ml_opset: int | None
     del main.functions[:]
     converted, records = convert_graph(main, src, dst, "graph", report.notes)
     report.nodes.extend(records)
+    calls = _call_input_types(original) if original.functions else {}
     for f in original.functions:
-        body, records = _convert_function(f, src, dst, report.notes)
+        body, records = _convert_function(f, src, dst, report.notes, calls.get((f.domain, f.name, f.overload)))
         report.nodes.extend(records)
         converted.functions.append(body)
     local = {(f.domain, f.name) for f in original.functions}
@@ -221,15 +222,36 @@ def _all_nodes(model: onnx.ModelProto) -> list[onnx.NodeProto]:
     return list(model.graph.node) + [n for f in model.functions for n in f.node]
 
 
-def _convert_function(f: onnx.FunctionProto, model_src: int, dst: int, notes: list[str]
+def _call_input_types(model: onnx.ModelProto) -> dict[tuple[str, str, str], list[onnx.TypeProto | None]]:
+    """The input types of the first main-graph call of each local function, by (domain, name, overload)."""
+    try:
+        model = onnx.shape_inference.infer_shapes(model)
+    except Exception:  # as in convert_graph: a help, never a requirement
+        pass
+    g = model.graph
+    types = {v.name: v.type for v in (*g.input, *g.value_info, *g.output)}
+    types.update((t.name, onnx.helper.make_tensor_type_proto(t.data_type, list(t.dims))) for t in g.initializer)
+    calls: dict[tuple[str, str, str], list[onnx.TypeProto | None]] = {}
+    for node in g.node:
+        calls.setdefault((node.domain, node.op_type, node.overload), [types.get(i) for i in node.input])
+    return calls
+
+
+def _convert_function(f: onnx.FunctionProto, model_src: int, dst: int, notes: list[str],
+                      input_types: list[onnx.TypeProto | None] | None = None
                       ) -> tuple[onnx.FunctionProto, list[NodeConversion]]:
     src = default_opset(f) or model_src
-    graph = onnx.helper.make_graph(list(f.node), f.name, [onnx.ValueInfoProto(name=i) for i in f.input],
-                                   [onnx.ValueInfoProto(name=o) for o in f.output])
+    types = list(input_types or [])
+    typed = len(types) == len(f.input) and all(t is not None and t.HasField("tensor_type") for t in types)
+    inputs = [onnx.ValueInfoProto(name=i, type=t) if typed else onnx.ValueInfoProto(name=i)
+              for i, t in zip(f.input, types if typed else [None] * len(f.input))]
+    graph = onnx.helper.make_graph(list(f.node), f.name, inputs, [onnx.ValueInfoProto(name=o) for o in f.output])
     wrapper = onnx.helper.make_model(graph, opset_imports=list(f.opset_import))
     if default_opset(wrapper) is None:
         wrapper.opset_import.append(onnx.helper.make_opsetid("", src))
-    converted, records = convert_graph(wrapper, src, dst, f"function {f.domain}.{f.name}", notes)
+    # onnx 1.23's shape inference crashes the process (SIGSEGV) on some ai.onnx.ml operators (LabelEncoder)
+    # whose input has no type, as a function body's inputs have: infer only with the call's input types
+    converted, records = convert_graph(wrapper, src, dst, f"function {f.domain}.{f.name}", notes, infer=typed)
     body = copy.deepcopy(f)
     del body.node[:]
     body.node.extend(converted.graph.node)
@@ -245,16 +267,18 @@ def _crosses(node: ir.Node, src: int, dst: int) -> bool:
     return node.domain in _DEFAULT and since(node.op_type, src) != since(node.op_type, dst)
 
 
-def convert_graph(unit: onnx.ModelProto, src: int, dst: int, where: str, notes: list[str]
+def convert_graph(unit: onnx.ModelProto, src: int, dst: int, where: str, notes: list[str], *, infer: bool = True
                   ) -> tuple[onnx.ModelProto, list[NodeConversion]]:
     """Convert one model's graph (no functions) from ``src`` to ``dst``; one record per original node.
 
     Refused nodes are marked ``ok=False`` in the records (the returned model is then incomplete).
+    ``infer``: run onnx's shape inference first (False where it cannot run safely).
     """
-    try:
-        unit = onnx.shape_inference.infer_shapes(unit)
-    except Exception:  # shape inference is a help for the adapters, never a requirement
-        pass
+    if infer:
+        try:
+            unit = onnx.shape_inference.infer_shapes(unit)
+        except Exception:  # shape inference is a help for the adapters, never a requirement
+            pass
     model = ir.serde.deserialize_model(unit)
     temporary: set[str] = set()
     records: dict[str, NodeConversion] = {}

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import onnx
-import onnx.inliner
 import onnx.shape_inference
+import onnx_ir as ir
 from onnx import TensorProto
 
 STANDARD_DOMAINS = ("", "ai.onnx", "ai.onnx.ml")
@@ -53,11 +53,21 @@ def all_nodes(model: onnx.ModelProto) -> Iterator[tuple[onnx.NodeProto, str]]:
                 yield from _nodes(sub, f"function {fn.domain}.{fn.name} > {node.op_type}")
 
 
+def _inlined(model: onnx.ModelProto) -> onnx.ModelProto:
+    """``model`` with its local functions inlined by onnx-ir (onnx 1.23's own inliner leaves a graph whose
+    shape inference crashes the process when a function body holds a Loop, as onegraph's text steps do)."""
+    from onnx_ir.passes.common import InlinePass
+
+    copy = ir.from_proto(model)
+    InlinePass()(copy)
+    return ir.to_proto(copy)
+
+
 def _typed(model: onnx.ModelProto) -> tuple[dict[str, int], onnx.GraphProto] | None:
     """The main graph with local functions inlined, and the element type of every value in it (shape
     inference), or None when inference fails."""
     try:
-        inlined = onnx.inliner.inline_local_functions(model) if model.functions else model
+        inlined = _inlined(model) if model.functions else model
         inferred = onnx.shape_inference.infer_shapes(inlined, check_type=False, strict_mode=False)
     except Exception:  # onnx raises several types for models it cannot infer
         return None

@@ -1,0 +1,183 @@
+"""Commands on model-local functions and fusion: ``functions list / group / inline``, ``fuse``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+
+from onegraph.cli.app import app, err, out
+from onegraph.errors import OnegraphError
+
+functions_app = typer.Typer(no_args_is_help=True, help="List, group and inline model-local functions.")
+app.add_typer(functions_app, name="functions")
+
+ModelArg = Annotated[Path, typer.Argument(help="An ONNX model (.onnx); never modified.")]
+OutputOpt = Annotated[Path, typer.Option("-o", "--output", help="Where to write the result (.onnx).")]
+
+
+def _transform(model: Path, output: Path, change: Callable) -> object:
+    """Load ``model``, apply ``change(ir_model)``, check the result and write it atomically to ``output``."""
+    import onnx
+    import onnx_ir as ir
+
+    from onegraph.io import load_model, save_model
+
+    if output.resolve() == model.resolve():
+        raise OnegraphError(f"the output {output} is the input model", hint="write the result to another file")
+    ir_model = ir.from_proto(load_model(model))
+    result = change(ir_model)
+    proto = ir.to_proto(ir_model)
+    try:
+        onnx.checker.check_model(proto, full_check=True)
+    except Exception as exc:  # the checker raises ValidationError / InferenceError
+        raise OnegraphError(f"the result does not pass the ONNX checker: {exc}",
+                            hint="report this model to onegraph; nothing was written") from None
+    save_model(proto, output)
+    return result
+
+
+@functions_app.command("list")
+def list_(
+    model: ModelArg,
+    nodes: Annotated[bool, typer.Option("--nodes", help="Also list the main graph's nodes and their scopes.")] = False,
+) -> None:
+    """List MODEL's model-local functions: calls, body size, inputs and outputs."""
+    import onnx_ir as ir
+
+    from onegraph.io import load_model
+    from onegraph.passes import list_functions
+    from onegraph.passes.scopes import metadata_chain, name_chain
+
+    ir_model = ir.from_proto(load_model(model))
+    infos = list_functions(ir_model)
+    if not infos:
+        out.print(f"{model}: no model-local functions ({len(ir_model.graph)} nodes in the graph)")
+    else:
+        table = Table(box=None)
+        table.add_column("function (domain:name:overload)", no_wrap=True)
+        for column in ("calls", "nodes", "inputs", "outputs"):
+            table.add_column(column, justify="right")
+        for f in infos:
+            table.add_row(f.id, str(f.calls), str(f.nodes), str(len(f.inputs)), str(len(f.outputs)))
+        out.print(table)
+    if nodes:
+        table = Table(box=None)
+        for column in ("node", "op", "scope"):
+            table.add_column(column, no_wrap=True)
+        for node in ir_model.graph:
+            chain = metadata_chain(node) or name_chain(node)
+            op = f"{node.domain}:{node.op_type}" if node.domain else node.op_type
+            table.add_row(node.name or "", op, chain[-1].path if chain else "")
+        out.print(table)
+
+
+@functions_app.command()
+def group(
+    model: ModelArg,
+    output: OutputOpt,
+    by: Annotated[str, typer.Option(help="metadata (scopes the exporter recorded per node), scope (node names "
+                                         "/a/b/Op) or nodes (an explicit list).")] = "metadata",
+    depth: Annotated[Optional[str], typer.Option(help="Levels of nesting to group: 1 = top-level objects, "
+                                                      "'all' = every level. Default 1, or all with --class/--path.")
+                     ] = None,
+    classes: Annotated[Optional[list[str]], typer.Option("--class", help="metadata: only objects of this class "
+                                                         "(LSTM, torch.nn.LSTM, ...). Repeatable.")] = None,
+    paths: Annotated[Optional[list[str]], typer.Option("--path", help="metadata: only the object at this "
+                                                       "instance path (encoder.lstm1). Repeatable.")] = None,
+    scopes: Annotated[Optional[list[str]], typer.Option("--scope", help="scope: only this scope, optionally "
+                                                        "named: /encoder/lstm1[=DOMAIN:NAME]. Repeatable.")] = None,
+    domain: Annotated[Optional[str], typer.Option(help="scope: domain of the functions (default onegraph.scope).")
+                      ] = None,
+    node_names: Annotated[Optional[list[str]], typer.Option("--node", help="nodes: a node of the group. "
+                                                            "Repeatable.")] = None,
+    function: Annotated[Optional[str], typer.Option(help="nodes: the function, DOMAIN:NAME[:OVERLOAD].")] = None,
+) -> None:
+    """Group nodes of MODEL into calls of named model-local functions and write the result to OUTPUT."""
+    from onegraph.passes import GROUP_BY, group_functions
+    from onegraph.passes.grouping import AUTO, parse_function_id
+    from onegraph.passes.scopes import SCOPE_DOMAIN
+
+    if by not in GROUP_BY:
+        raise OnegraphError(f"unknown --by {by!r}", hint=f"use one of {', '.join(GROUP_BY)}")
+    levels: int | None | str = AUTO
+    if depth == "all":
+        levels = None
+    elif depth is not None:
+        try:
+            levels = int(depth)
+        except ValueError:
+            raise OnegraphError(f"--depth {depth!r} is not a number", hint="give 1, 2, ... or all") from None
+    options: dict = {}
+    if by == "metadata":
+        options = {"depth": levels, "classes": classes or (), "paths": paths or ()}
+    elif by == "scope":
+        wanted, names = [], {}
+        for item in scopes or ():
+            scope, _, fn = item.partition("=")
+            wanted.append(scope)
+            if fn:
+                d, n, _ = parse_function_id(fn)
+                names[scope] = (d, n)
+        options = {"depth": levels, "scopes": wanted, "names": names, "domain": domain or SCOPE_DOMAIN}
+    else:
+        if not function or not node_names:
+            raise OnegraphError("--by nodes needs --function DOMAIN:NAME[:OVERLOAD] and the nodes (--node NAME ...)",
+                                hint="list node names with `onegraph functions list MODEL --nodes`")
+        options = {"nodes": {function: node_names}}
+
+    def change(ir_model):
+        from onegraph.passes import list_functions
+
+        calls = group_functions(ir_model, by, **options)
+        return calls, list_functions(ir_model)
+
+    calls, infos = _transform(model, output, change)  # type: ignore[misc]
+    made = {(c.domain, c.op_type, c.overload) for c in calls}
+    out.print(f"wrote {output}: {len(calls)} call(s) of {len(made)} function(s)")
+    for f in infos:
+        if (f.domain, f.name, f.overload) in made:
+            out.print(f"  {f.id:60s} {f.calls} call(s), {f.nodes} node(s)")
+
+
+@functions_app.command("inline")
+def inline_(
+    model: ModelArg,
+    output: OutputOpt,
+    only: Annotated[Optional[list[str]], typer.Option("--only", help="Inline only this function: DOMAIN, "
+                                                      "DOMAIN:NAME or DOMAIN:NAME:OVERLOAD (wildcards * ?). "
+                                                      "Repeatable. Default: all.")] = None,
+) -> None:
+    """Inline MODEL's model-local functions (all, or those --only selects) and write the result to OUTPUT."""
+    from onegraph.passes import format_id, inline
+
+    inlined = _transform(model, output, lambda m: inline(m, only))
+    total = sum(inlined.values())  # type: ignore[attr-defined]
+    out.print(f"wrote {output}: inlined {total} call(s) of {len(inlined)} function(s)")  # type: ignore[arg-type]
+    for ident, n in sorted(inlined.items()):  # type: ignore[attr-defined]
+        out.print(f"  {format_id(ident):60s} {n} call(s)")
+
+
+@app.command()
+def fuse(
+    model: ModelArg,
+    output: OutputOpt,
+    rules: Annotated[Optional[str], typer.Option(help="Comma-separated rule families: layer_norm, gelu, lstm, "
+                                                      "gru. Default: all.")] = None,
+    as_functions: Annotated[bool, typer.Option("--as-functions", help="Wrap each match into a named function "
+                                               "(onegraph.fusion:<Operator>) instead of the fused operator.")
+                            ] = False,
+) -> None:
+    """Re-fuse decomposed LayerNormalization, GELU, LSTM and GRU in MODEL; print each rule's match count."""
+    from onegraph.passes import fuse as fuse_model
+
+    chosen = [r.strip() for r in rules.split(",") if r.strip()] if rules else None
+    counts = _transform(model, output, lambda m: fuse_model(m, chosen, as_functions=as_functions))
+    table = Table("rule", "matches", box=None)
+    for key, n in counts.items():  # type: ignore[attr-defined]
+        table.add_row(key, str(n))
+    out.print(table)
+    err.print(f"wrote {output}")
