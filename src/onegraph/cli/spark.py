@@ -32,12 +32,12 @@ def score_on_spark(model: Path, data: Path, output: Path, *, keep: list[str] | N
     from onegraph.runtime import cached_session
     from onegraph.runtime.spark import score, spark_errors
 
+    if output.exists():  # a dataset is a folder: never written over
+        raise OnegraphError(f"cannot write {output}: it exists", hint="remove it or give another name")
     check_output_path(output)
     if output.suffix.lower() not in (".parquet", ".pq"):
         raise ConfigError(f"--spark writes a Parquet dataset, not {output.suffix or 'a file without extension'}",
                           hint="give -o OUT.parquet")
-    if output.exists():
-        raise OnegraphError(f"cannot write {output}: it exists", hint="remove it or give another name")
     specs = cached_session(model, trusted=trusted).inputs
     if master.startswith("local"):  # local workers run this interpreter, the one with onegraph installed
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
