@@ -41,7 +41,9 @@ _ACCEPTED = {
     "datetime": {"timestamp", "timestamp_ntz", "date"},
     "timedelta": {"daytimeinterval"},
 }
+#: sessions opened in this (executor) process, least recently used first
 _SESSIONS: dict[tuple, Any] = {}
+_CACHED_SESSIONS = 4
 
 
 # -- checks on the driver -------------------------------------------------------------------------
@@ -111,12 +113,13 @@ def _executor_session(key: str, data: Any, batch_size: int, threads: int) -> Any
     from onegraph.runtime.session import Session
 
     cache_key = (key, batch_size, threads)
-    session = _SESSIONS.get(cache_key)
+    session = _SESSIONS.pop(cache_key, None)
     if session is None:
         # the driver pre-checked these bytes (Session in _Model); reading the broadcast fetches them once
         session = Session(data.value, trusted=True, batch_size=batch_size, threads=threads)
-        _SESSIONS.clear()  # one model at a time per process: a new model replaces the old one
-        _SESSIONS[cache_key] = session
+        while len(_SESSIONS) >= _CACHED_SESSIONS:  # the least recently used goes
+            _SESSIONS.pop(next(iter(_SESSIONS)))
+    _SESSIONS[cache_key] = session
     return session
 
 

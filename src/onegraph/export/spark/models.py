@@ -13,9 +13,11 @@
 Labels are the argmax of the probabilities, as ``ProbabilisticClassificationModel.probability2prediction``
 (first maximum). Trees are read from the fitted Java objects through py4j; a continuous split sends
 ``x <= threshold`` left (NaN right), a categorical split sends values in ``leftCategories`` left: it becomes a
-0/1 membership feature appended to ``x`` and split at 0.5. onnxmltools' Spark ML converters are not used
-here: they take float32 inputs and write float32 thresholds and leaf values (``TreeEnsembleClassifier``), so
-labels flip near thresholds and probabilities drift by ~1e-7 relative.
+0/1 membership feature appended to ``x`` and split at 0.5.
+
+onnxmltools' Spark ML converters (1.16, checked) are not used: their tree, linear and scaler converters take
+and return float32 (``FloatTensorType``; ``TreeEnsembleClassifier`` with float32 thresholds and leaf values),
+so labels flip on rows near a threshold and probabilities drift past 1e-6.
 """
 
 from __future__ import annotations
@@ -30,20 +32,14 @@ from onegraph.emit import BOOL, DOUBLE, INT64, GraphBuilder
 from onegraph.errors import ExportError
 from onegraph.export.adapters.models import ModelOutputs, label_from_index
 from onegraph.export.adapters.trees import TreeArrays, leaf_vector_sum, tree_ensemble
+from onegraph.export.spark.stages import registry
 
 ModelEmitter = Callable[[Any, GraphBuilder, ir.Value, list], ModelOutputs]
 _MODELS: dict[str, ModelEmitter] = {}
 
 
-def predictor(*class_names: str) -> Callable[[ModelEmitter], ModelEmitter]:
-    """Register ``fn(model, g, x, classes) -> ModelOutputs`` for Spark ML model classes (by class name)."""
-
-    def deco(fn: ModelEmitter) -> ModelEmitter:
-        for name in class_names:
-            _MODELS[name] = fn
-        return fn
-
-    return deco
+#: ``@predictor("LogisticRegressionModel")`` registers ``fn(model, g, x, classes) -> ModelOutputs``
+predictor = registry(_MODELS)
 
 
 def model_emitter(obj: Any) -> ModelEmitter | None:

@@ -11,6 +11,10 @@ column name: a scalar column is one :class:`~onegraph.emit.Col`, a Spark ``Vecto
 * ``"skip"``: the row is kept but marked in the boolean output ``skipped`` (a graph cannot drop rows, and
   scoring keeps one output row per input row); Spark's rows are the ones with ``skipped == False``.
 
+onnxmltools' Spark ML converters (1.16, checked) are not used for these stages: they compute in float32
+(``Scaler``, ``Imputer``), their ``StringIndexer`` ignores ``handleInvalid``, and their ``OneHotEncoder``
+refuses Spark's default (``handleInvalid="error"`` with ``dropLast=True``).
+
 Sources: Spark 4 ``org.apache.spark.ml.feature`` (``StringIndexerModel``, ``OneHotEncoderModel``,
 ``VectorAssembler.assemble``, ``ImputerModel``, ``StandardScalerModel`` / ``getTransformFunc``,
 ``MinMaxScalerModel``, ``Bucketizer.binarySearchForBuckets``); ``QuantileDiscretizer`` fits a ``Bucketizer``.
@@ -42,16 +46,23 @@ class Skips:
         self.value = rows if self.value is None else g.op("Or", self.value, rows, dtype=BOOL)
 
 
-def stage(*class_names: str) -> Callable[[StageEmitter], StageEmitter]:
-    """Register ``fn(stage, g, columns, skips) -> columns written`` for Spark ML classes (by class name,
-    so pyspark is imported only by whoever holds a Spark object)."""
+def registry(table: dict[str, Any]) -> Callable[..., Callable[[Any], Any]]:
+    """A decorator factory registering emitters in ``table`` by Spark ML class name (so pyspark is imported
+    only by whoever holds a Spark object): ``@register("ClassName", ...)``."""
 
-    def deco(fn: StageEmitter) -> StageEmitter:
-        for name in class_names:
-            _STAGES[name] = fn
-        return fn
+    def register(*class_names: str) -> Callable[[Any], Any]:
+        def deco(fn: Any) -> Any:
+            for name in class_names:
+                table[name] = fn
+            return fn
 
-    return deco
+        return deco
+
+    return register
+
+
+#: ``@stage("StringIndexerModel")`` registers ``fn(stage, g, columns, skips) -> columns written``
+stage = registry(_STAGES)
 
 
 def stage_emitter(obj: Any) -> StageEmitter | None:
