@@ -164,7 +164,7 @@ def score(df: Any, model: Any, *, batch_size: int = 65536, threads: int = 1, kee
         for a ``batch_size`` < 1, ``threads`` < 0 or a ``keep`` column that ``df`` does not have.
     """
     import pyarrow as pa
-    from pyspark.sql.pandas.types import from_arrow_schema
+    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
     if int(batch_size) < 1 or int(threads) < 0:
         raise ConfigError(f"batch_size={batch_size!r}, threads={threads!r}: batch_size must be >= 1, threads >= 0")
@@ -172,8 +172,8 @@ def score(df: Any, model: Any, *, batch_size: int = 65536, threads: int = 1, kee
     check_columns(m.session.inputs, df.schema)
     outputs = m.output_schema()
     kept = _kept_columns(df, keep, set(outputs.names))
-    kept_fields = [f for f in df.schema.fields if f.name in kept]
-    arrow_kept = _kept_arrow_schema(df.select(*kept)) if kept else pa.schema([])
+    kept_fields = [df.schema[c] for c in kept]
+    arrow_kept = to_arrow_schema(df.select(*kept).schema) if kept else pa.schema([])
     schema = pa.schema(list(arrow_kept) + list(outputs))
     spark_schema = from_arrow_schema(schema)
     for i, field in enumerate(kept_fields):  # the input columns keep their own Spark types and metadata
@@ -204,12 +204,6 @@ def _kept_columns(df: Any, keep: bool | list[str], outputs: set[str]) -> list[st
     if missing:
         raise ConfigError(f"keep: column {missing[0]!r} is not in the DataFrame (columns: {', '.join(df.columns)})")
     return [c for c in dict.fromkeys(keep) if c not in outputs]
-
-
-def _kept_arrow_schema(df: Any) -> Any:
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    return to_arrow_schema(df.schema)
 
 
 @contextlib.contextmanager
