@@ -122,3 +122,26 @@ def graph_matches_transform(transformer, frame: pd.DataFrame, rows: pd.DataFrame
     for name in names:
         assert_same_values(got[name].to_numpy(), pd.Series(expected[name]).to_numpy(), rtol=rtol, name=name)
     return model
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark session for the whole test run (starting one costs tens of seconds).
+
+    ``local[2,2]``: two cores, and a failed task is retried once (plain ``local[2]`` never retries), so the
+    retry tests see Spark recover. Small shuffles, no UI; Python workers run this interpreter (the one
+    with onegraph and its dependencies). Skips the test when pyspark is not installed.
+    """
+    pytest.importorskip("pyspark")
+    import os
+    import sys
+
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # pyspark reads it when the context starts
+    session = (SparkSession.builder.master("local[2,2]").appName("onegraph-tests")
+               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "4")
+               .config("spark.sql.session.timeZone", "UTC").getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()

@@ -158,8 +158,17 @@ def score(
     keep: Annotated[Optional[list[str]], typer.Option(help="Input column to copy into the output (repeatable).")
                     ] = None,
     trusted: Annotated[bool, typer.Option("--trusted", help="Skip the isolated pre-check of MODEL.")] = False,
+    spark: Annotated[Optional[str], typer.Option(
+        "--spark", metavar="MASTER",
+        help="Score on Apache Spark at this master URL (local[2], spark://host:7077, yarn); writes a Parquet "
+             "dataset (a folder of part files, in input order).")] = None,
 ) -> None:
     """Score DATA with MODEL and write one row of outputs per input row, in order."""
+    if spark is not None:
+        from onegraph.cli.spark import score_on_spark
+
+        score_on_spark(model, data, output, keep=keep, trusted=trusted, master=spark)
+        return
     from onegraph.io import check_output_path, read_table, write_table
     from onegraph.runtime import cached_session
 

@@ -260,7 +260,8 @@ class TensorAccumulator:
         if self.sketch_rate < 1.0:
             flat = flat[_bernoulli_indices(self._rng, total, self.sketch_rate)]
         if flat.size:
-            self._sketch.update(flat.astype(np.float64, copy=False))
+            # datasketches takes writable float64 arrays only; Arrow-backed feeds are read-only views
+            self._sketch.update(np.require(flat, np.float64, ["C", "W"]))
 
     def _as_channels(self, x: np.ndarray) -> np.ndarray:
         """``x`` as ``(before, channels, after)`` along the channel axis, or ``(1, 1, size)`` without one."""

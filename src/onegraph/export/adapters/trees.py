@@ -118,23 +118,30 @@ def _as_float32(g: GraphBuilder, x: ir.Value) -> ir.Value:
     return g.op("Cast", g.op("Cast", x, to=FLOAT, dtype=FLOAT), to=DOUBLE, dtype=DOUBLE)
 
 
-def _leaf_distribution(g: GraphBuilder, x: ir.Value, estimators: list[Any], per_tree: list[np.ndarray]) -> ir.Value:
-    """Sum over trees of a per-leaf vector (class distribution or multi-output values): ``[N, K]``.
+def leaf_vector_sum(g: GraphBuilder, x: ir.Value, trees: list[TreeArrays], vectors: list[np.ndarray]) -> ir.Value:
+    """Sum over trees of a vector per leaf (class distribution or multi-output values): ``[N, K]`` double.
 
+    ``vectors[i]`` is ``[nodes of tree i, K]``, read at the leaves (``trees[i].leaf_value`` is ignored).
     ``TreeEnsemble`` leaves carry one weight each, so every leaf gets a global id (its weight, one target
     per tree); the vectors are gathered from a table and summed.
     """
-    trees, table = [], []
-    for i, (est, values) in enumerate(zip(estimators, per_tree)):
-        ids = np.full(est.tree_.node_count, -1.0)
-        leaves = np.flatnonzero(est.tree_.children_left < 0)
+    indexed, table = [], []
+    for i, (tree, values) in enumerate(zip(trees, vectors)):
+        ids = np.full(len(tree.left), -1.0)
+        leaves = np.flatnonzero(tree.is_leaf)
         ids[leaves] = np.arange(len(table), len(table) + len(leaves), dtype=np.float64)
-        table.extend(values[leaves])
-        trees.append(_sk_tree(est.tree_, ids, target=i))
-    leaf_ids = tree_ensemble(g, x, trees, n_targets=len(trees))
+        table.extend(np.asarray(values, np.float64)[leaves])
+        indexed.append(dataclasses.replace(tree, leaf_value=ids, target=i))
+    leaf_ids = tree_ensemble(g, x, indexed, n_targets=len(indexed))
     index = g.op("Cast", leaf_ids, to=INT64, dtype=INT64)
-    vectors = g.op("Gather", g.const(np.asarray(table, np.float64), "leaf_values"), index, axis=0, dtype=DOUBLE)
-    return g.op("ReduceSum", vectors, g.const(np.array([1], np.int64), "axes"), keepdims=0, dtype=DOUBLE)
+    vectors_at = g.op("Gather", g.const(np.asarray(table, np.float64), "leaf_values"), index, axis=0, dtype=DOUBLE)
+    return g.op("ReduceSum", vectors_at, g.const(np.array([1], np.int64), "axes"), keepdims=0, dtype=DOUBLE)
+
+
+def _leaf_distribution(g: GraphBuilder, x: ir.Value, estimators: list[Any], per_tree: list[np.ndarray]) -> ir.Value:
+    """:func:`leaf_vector_sum` over scikit-learn trees."""
+    trees = [_sk_tree(est.tree_, np.zeros(est.tree_.node_count)) for est in estimators]
+    return leaf_vector_sum(g, x, trees, per_tree)
 
 
 def _estimators(model: Any) -> list[Any]:

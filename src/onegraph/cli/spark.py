@@ -1,0 +1,90 @@
+"""``onegraph score MODEL DATA --spark MASTER -o OUT.parquet``: the score command run on Apache Spark.
+
+Not a command module of its own: :func:`onegraph.cli.core.score` calls :func:`score_on_spark` when
+``--spark`` is given. DATA is read by Spark (CSV: header row, the model's columns converted to the types its
+input schema names, pandas' missing-value markers such as ``NA`` read as missing, as ``onegraph score`` reads
+them; Parquet: as stored), scored by :func:`onegraph.runtime.spark.score` and written as a Parquet dataset
+(a folder of part files in partition order, i.e. input order), into a temporary sibling folder renamed into
+place when complete.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from onegraph.cli.app import out
+from onegraph.errors import ConfigError, DataError, OnegraphError
+
+
+def score_on_spark(model: Path, data: Path, output: Path, *, keep: list[str] | None, trusted: bool,
+                   master: str) -> None:
+    """Score ``data`` with ``model`` on the Spark cluster at ``master`` into the Parquet dataset ``output``."""
+    import shutil
+
+    from pyspark.sql import SparkSession
+
+    from onegraph.io import check_output_path
+    from onegraph.runtime import cached_session
+    from onegraph.runtime.spark import score, spark_errors
+
+    if output.exists():  # a dataset is a folder: never written over
+        raise OnegraphError(f"cannot write {output}: it exists", hint="remove it or give another name")
+    check_output_path(output)
+    if output.suffix.lower() not in (".parquet", ".pq"):
+        raise ConfigError(f"--spark writes a Parquet dataset, not {output.suffix or 'a file without extension'}",
+                          hint="give -o OUT.parquet")
+    specs = cached_session(model, trusted=trusted).inputs
+    if master.startswith("local"):  # local workers run this interpreter, the one with onegraph installed
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = (SparkSession.builder.master(master).appName("onegraph score")
+             .config("spark.ui.enabled", "false").getOrCreate())
+    frame = _read(spark, data, specs)
+    keep_columns: Any = list(dict.fromkeys(keep)) if keep else False
+    tmp = output.with_name(f".{output.name}.{uuid.uuid4().hex[:8]}.tmp")
+    start = time.perf_counter()
+    try:
+        with spark_errors():
+            scored = score(frame, model, keep=keep_columns, trusted=True)
+            scored.write.parquet(str(tmp))
+        elapsed = time.perf_counter() - start
+        os.replace(tmp, output)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    rows = _rows(output)
+    rate = rows / elapsed if elapsed > 0 else float("inf")
+    out.print(f"wrote {output}: {rows} rows, columns {', '.join(scored.columns)} ({rate:,.0f} rows/s on {master})")
+
+
+def _read(spark: Any, data: Path, specs: list) -> Any:
+    """DATA as a Spark DataFrame, the model's columns typed as its input schema says (CSV)."""
+    from pandas._libs.parsers import STR_NA_VALUES
+    from pyspark.sql import functions as F
+
+    from onegraph.runtime.spark import _CAST
+
+    if not data.exists():
+        raise DataError(f"data file {data} does not exist", hint="check the path")
+    suffix = data.suffix.lower()
+    if suffix in (".parquet", ".pq"):
+        return spark.read.parquet(str(data))
+    if suffix != ".csv":
+        raise DataError(f"data file {data}: --spark reads .csv or .parquet", hint="convert it to Parquet")
+    frame = spark.read.option("header", True).option("inferSchema", False).csv(str(data))
+    markers = sorted(STR_NA_VALUES)
+    for spec in specs:
+        if spec.name in frame.columns:
+            column = F.col(spec.name)
+            value = F.when(column.isin(markers), None).otherwise(column)
+            frame = frame.withColumn(spec.name, value.cast(_CAST[spec.kind]))
+    return frame
+
+
+def _rows(path: Path) -> int:
+    import pyarrow.parquet as pq
+
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in sorted(path.glob("*.parquet")))

@@ -1,0 +1,151 @@
+"""onegraph on Spark (local mode): scoring equals onegraph.score row for row, a retried task loses or
+duplicates no row, distributed statistics equal single-process ones, the CLI's --spark."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.compose import ColumnTransformer
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+
+import onegraph
+from onegraph.errors import ColumnTypeError, DataError, MissingColumnError
+from onegraph.frame import OneHotEncoder, SimpleImputer, StandardScaler
+
+pytest.importorskip("pyspark")
+
+NUMERIC = ["bill_length_mm", "bill_depth_mm", "flipper_length_mm", "body_mass_g", "year"]
+TEXT = ["island", "sex"]
+
+
+@pytest.fixture(scope="module")
+def model(penguins, tmp_path_factory):
+    frame = penguins.drop(columns="species")
+    pipe = make_pipeline(
+        ColumnTransformer([
+            ("num", make_pipeline(SimpleImputer(), StandardScaler()), NUMERIC),
+            ("cat", make_pipeline(SimpleImputer(strategy="most_frequent"), OneHotEncoder(handle_unknown="ignore")),
+             TEXT),
+        ]),
+        LogisticRegression(max_iter=1000),
+    ).fit(frame, penguins["species"])
+    path = tmp_path_factory.mktemp("spark") / "penguins.onnx"
+    onegraph.build(pipe, None, frame, path=path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def rows(penguins):
+    """The penguins with a row id, text missing values as None (Spark's null)."""
+    frame = penguins.drop(columns="species").astype(object).where(penguins.notna(), None)
+    frame = frame.astype({c: float for c in NUMERIC[:-1]} | {"year": np.int64})
+    frame.insert(0, "row", np.arange(len(frame), dtype=np.int64))
+    return frame
+
+
+@pytest.fixture(scope="module")
+def spark_rows(spark, rows):
+    return spark.createDataFrame(rows).repartition(2).cache()
+
+
+def _sorted(table) -> pd.DataFrame:
+    return table.to_pandas().sort_values("row").reset_index(drop=True)
+
+
+def test_scores_equal_onegraph_score_row_for_row(spark_rows, rows, model):
+    from onegraph.spark import score
+
+    scored = score(spark_rows, model, batch_size=50)
+    assert scored.schema["label"].dataType.typeName() == "string"
+    assert scored.schema["probabilities_Adelie"].dataType.typeName() == "double"
+    got = _sorted(scored.toArrow())
+    want = onegraph.score(model, rows.drop(columns="row"))
+    assert len(got) == len(rows) and (got["row"].to_numpy() == rows["row"].to_numpy()).all()
+    assert list(got.columns) == list(rows.columns) + list(want.columns)  # inputs kept, then the outputs
+    assert (got["label"].to_numpy() == want["label"].to_numpy()).all()
+    np.testing.assert_array_equal(got[want.columns[1:]].to_numpy(float), want.iloc[:, 1:].to_numpy(float))
+
+
+def test_a_task_failing_once_is_retried_without_lost_or_duplicated_rows(spark_rows, rows, model, tmp_path):
+    import pyarrow.parquet as pq
+    from pyspark import TaskContext
+
+    from onegraph.spark import score
+
+    def fail_first_attempt(batches):
+        ctx = TaskContext.get()
+        for i, batch in enumerate(batches):
+            yield batch
+            if ctx.partitionId() == 1 and ctx.attemptNumber() == 0 and i == 1:
+                raise RuntimeError("injected failure after two scored batches")
+
+    scored = score(spark_rows, model, batch_size=20)
+    out = tmp_path / "scores.parquet"
+    scored.mapInArrow(fail_first_attempt, scored.schema).write.parquet(str(out))
+    got = _sorted(pq.read_table(out))
+    np.testing.assert_array_equal(got["row"].to_numpy(), rows["row"].to_numpy())  # each row exactly once
+    want = onegraph.score(model, rows.drop(columns="row"))
+    assert (got["label"].to_numpy() == want["label"].to_numpy()).all()
+
+
+def test_columns_are_checked_before_the_job(spark_rows, model):
+    from pyspark.sql import functions as F
+
+    from onegraph.spark import score
+
+    with pytest.raises(MissingColumnError, match="'island'"):
+        score(spark_rows.drop("island"), model)
+    with pytest.raises(ColumnTypeError, match="'body_mass_g'.*string"):
+        score(spark_rows.withColumn("body_mass_g", F.col("body_mass_g").cast("string")), model)
+
+
+def test_an_error_on_an_executor_comes_back_as_onegraph_error(spark, penguins, tmp_path):
+    from onegraph.spark import score, spark_errors
+
+    frame = penguins[["island"]].astype(str)
+    path = tmp_path / "strict.onnx"
+    onegraph.build(OneHotEncoder(handle_unknown="error").fit(frame), None, frame, path=path)
+    unseen = spark.createDataFrame(pd.DataFrame({"island": ["Dream", "Atlantis"]}))
+    with pytest.raises(DataError, match="UnknownCategoryError.*'island'.*Atlantis"):
+        with spark_errors():
+            score(unseen, path).collect()
+
+
+def test_distributed_statistics_equal_single_process(spark_rows, rows, model):
+    from onegraph.spark import calibrate
+    from onegraph.stats import calibrate as calibrate_local
+
+    merged = calibrate(spark_rows, model, bins=64)
+    one = calibrate_local(model, rows.drop(columns="row"), bins=64, progress=False)
+    assert merged.samples == one.samples == len(rows)
+    assert list(merged.accumulators) == list(one.accumulators)
+    for name, acc in one.accumulators.items():
+        a, b = merged.accumulators[name].result(), acc.result()
+        for key in ("count", "size", "nan", "posinf", "neginf", "min", "max", "zero_fraction", "histogram"):
+            assert getattr(a, key) == getattr(b, key), (name, key)  # exact; histograms bin for bin
+        if b.count:
+            np.testing.assert_allclose([a.mean, a.std], [b.mean, b.std], rtol=1e-9, atol=1e-12, err_msg=name)
+        bound = (a.quantile_rank_error or 0) + (b.quantile_rank_error or 0) + 1 / max(a.count, 1)
+        for q, value in a.quantiles.items():  # the merged sketch's quantiles keep the rank bound (ties: a range)
+            below, at_most = acc._sketch.get_rank(value, False), acc._sketch.get_rank(value, True)
+            assert below - bound <= q <= at_most + bound, (name, q)
+
+
+def test_cli_scores_on_spark_into_parquet(cli, model, penguins, spark, tmp_path):
+    import pyarrow.parquet as pq
+
+    data = tmp_path / "rows.csv"
+    penguins.drop(columns="species").to_csv(data, index=False, na_rep="NA")
+    out = tmp_path / "scores.parquet"
+    result = cli("score", str(model), str(data), "--spark", "local[2]", "-o", str(out), "--keep", "island")
+    assert result.returncode == 0, result.stderr
+    assert f"wrote {out}: {len(penguins)} rows" in result.stdout
+    got = pq.read_table(out).to_pandas()
+    want = onegraph.score(model, pd.read_csv(data))
+    assert list(got.columns) == ["island", *want.columns]
+    assert (got["label"].to_numpy() == want["label"].to_numpy()).all()  # files in partition order: input order
+    np.testing.assert_allclose(got[want.columns[1:]].to_numpy(float), want.iloc[:, 1:].to_numpy(float), rtol=1e-12)
+    again = cli("score", str(model), str(data), "--spark", "local[2]", "-o", str(out))
+    assert again.returncode != 0 and "exists" in again.stderr
