@@ -331,3 +331,17 @@ def test_onegraph_operators_refused_when_the_old_opset_lacks_them(op, src, dst, 
         convert_opset(model, dst)
     (node,) = info.value.report.refused
     assert node.op_type == op and reason in node.how
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--opset", "0"], "opset 0 does not exist"), (["--opset", "99"], "opset 99 does not exist"),
+    (["--opset", "13", "--ml-opset", "9"], "ml opset 9 does not exist"),
+])
+def test_cli_refuses_opsets_onnx_does_not_define(tmp_path, cli, args, message):
+    model, _, _ = torch_model("mlp")
+    path = tmp_path / "mlp.onnx"
+    path.write_bytes(model)
+    result = cli("convert", str(path), *args, "-o", str(tmp_path / "out.onnx"))
+    top = onnx.defs.onnx_ml_opset_version() if "--ml-opset" in args else CURRENT
+    assert result.returncode == 1 and message in result.stderr and f"1 to {top}" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "out.onnx").exists()

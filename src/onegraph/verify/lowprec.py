@@ -113,11 +113,11 @@ def _is_float(a: Any) -> bool:
 
 
 def _magnitude(a: np.ndarray) -> float:
-    if a.size == 0:
-        return 0.0
-    with np.errstate(invalid="ignore"):
-        m = np.nanmax(np.abs(a.astype(np.float64)))
-    return float(m)
+    """Largest finite magnitude of ``a`` (0 when none): inf and NaN are themselves in float16 and bfloat16,
+    so only finite values can fall outside a format's range."""
+    f = np.abs(np.asarray(a, dtype=np.float64))
+    f = f[np.isfinite(f)]
+    return float(f.max()) if f.size else 0.0
 
 
 def relative_error(low: np.ndarray, high: np.ndarray) -> float:
