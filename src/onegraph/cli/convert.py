@@ -56,6 +56,9 @@ def convert(
                             (f" (got {', '.join(chosen)})" if chosen else ""))
     if output.resolve() == model.resolve():
         raise OnegraphError(f"output {output} is the input model", hint="write the converted model elsewhere")
+    from onegraph.io import check_output_path
+
+    check_output_path(output)  # before the conversion and its verification run
     try:
         if opset is not None:
             _, report = convert_opset(model, opset, data=data, rows=rows, accept_diff=accept_diff,
