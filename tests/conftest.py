@@ -145,3 +145,17 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+def reference_agrees(model, frame: pd.DataFrame) -> None:
+    """onnx's ReferenceEvaluator (the operators' spec, run literally) computes the same outputs as
+    onnxruntime for ``model`` on ``frame``: the graph relies on no runtime-specific behaviour."""
+    from onegraph.verify.feeds import model_feeds
+    from onegraph.verify.lowprec import reference_run
+    from onegraph.verify.runs import run
+
+    feeds = model_feeds(model, frame, rows=len(frame))
+    expected = run(model, feeds)
+    got = reference_run(model, feeds)
+    for name, value in expected.items():
+        assert_same_values(np.asarray(got[name]), np.asarray(value), name=name)

@@ -46,8 +46,26 @@ def test_limits_and_stages_options(cli):
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["stages"] == {"parse": "ok", "static": "ok"} and report["limits"]["memory"] == 1 << 30
+    # options it cannot use: the model could not be checked (2), not "has findings" (1)
     result = cli("check", str(CORPUS / "valid.onnx"), "--limits", "memory=lots")
-    assert result.returncode == 1 and result.stderr.startswith("error: limit memory='lots'")
+    assert result.returncode == 2 and result.stderr.startswith("error: limit memory='lots'")
+    result = cli("check", str(CORPUS / "valid.onnx"), "--stages", "parse,lint")
+    assert result.returncode == 2 and result.stderr.startswith("error: unknown check stage(s) ['lint']")
+
+
+def test_exhausted_limits_name_their_stage(cli):
+    """The user's report: --limits wall=0.001 printed the same C005 line several times. Each stage after a
+    timeout runs again in a fresh process and may time out too: each line names its stage."""
+    result = cli("check", str(CORPUS / "valid.onnx"), "--limits", "wall=0.001", "--json")
+    assert result.returncode == 1
+    findings = json.loads(result.stdout)["findings"]
+    assert findings and all(f["code"] == "C005" for f in findings)
+    stages = [f["stage"] for f in findings]
+    assert len(stages) == len(set(stages))
+    result = cli("check", str(CORPUS / "valid.onnx"), "--limits", "wall=0.001")
+    lines = [line for line in result.stdout.splitlines() if "C005" in line]
+    assert lines and len(lines) == len(set(lines))
+    assert all(" stage)" in line or "(before any stage)" in line for line in lines)
 
 
 def test_score_and_show_refuse_a_malformed_model_in_one_line(cli, tmp_path):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pytest
 
 DATA = Path(__file__).parent / "data"
 
@@ -38,6 +39,22 @@ def test_build_refuses_weights_that_do_not_fit(tmp_path):
     assert result.returncode != 0
     assert result.stderr.strip().splitlines() == ["error: --weights gives 1 weight(s) for 2 models. one weight per --model"]
     assert not (tmp_path / "x.onnx").exists()
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--ensemble", "mean"], "--ensemble mean needs at least two models (got 1)"),
+    (["--ensemble", "weighted", "--weights", "1"], "--ensemble weighted needs at least two models (got 1)"),
+    (["--model", "ridge", "--weights", "1,2"], "--weights is given without --ensemble"),
+    (["--model", "ridge", "--ensemble", "mean", "--weights", "1,2"], "--weights does not apply to --ensemble mean"),
+    (["--model", "ridge", "--ensemble", "median"], "unknown --ensemble 'median'"),
+])
+def test_build_ensemble_options_checked_by_their_names(tmp_path, cli, extra, message):
+    """The user's report: one model with --ensemble mean said "an ensemble (weighted) needs..." after
+    fitting, and --weights without --ensemble was ignored. Checked before any data is read: the data file
+    does not even exist here."""
+    result = cli("build", str(tmp_path / "missing.csv"), "--target", "y", "--model", "logistic", *extra,
+                 "-o", str(tmp_path / "x.onnx"))
+    assert result.returncode == 1 and result.stderr.strip().splitlines()[0].startswith(f"error: {message}")
 
 
 def test_compose_files_built_separately(tmp_path):

@@ -67,3 +67,47 @@ def test_onnxruntime_cpu_hides_float16_overflow_found_by_reference():
 def test_cnn_with_resize_against_reference():
     model, feeds, _ = torch_model("cnn")
     assert compare_runtimes(model, feeds).ok
+
+
+def test_reference_failure_names_the_node_instead_of_a_traceback(tmp_path, cli):
+    """A graph the reference evaluator cannot run (onnxruntime reads a leading number out of
+    "1970-01-01"; the spec's Cast reads whole numbers) is reported by node, never as a traceback."""
+    from onnx import TensorProto, helper
+
+    from onegraph.errors import RuntimeFailure
+
+    cast = helper.make_node("Cast", ["x"], ["y"], to=TensorProto.INT64, name="read_year")
+    graph = helper.make_graph([cast], "g", [helper.make_tensor_value_info("x", TensorProto.STRING, ["N"])],
+                              [helper.make_tensor_value_info("y", TensorProto.INT64, ["N"])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    feeds = {"x": np.array(["1970-01-01", "1971-01-01"])}
+    with pytest.raises(RuntimeFailure, match=r"node 'read_year' \(Cast\).*1970-01-01"):
+        compare_runtimes(model, feeds)
+    path, npz = tmp_path / "m.onnx", tmp_path / "x.npz"
+    onnx.save(model, path)
+    np.savez(npz, **feeds)
+    result = cli("compare", str(path), "--data", str(npz))
+    assert result.returncode == 1 and "node 'read_year' (Cast)" in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_rows_limit_npz_data_and_nothing_compared_is_an_error(tmp_path, cli):
+    """--rows takes the first rows of a .npz too; 0 or negative rows, and data without rows, are errors
+    rather than a pass over nothing."""
+    model, feeds, _ = torch_model("mlp")
+    path, npz = tmp_path / "mlp.onnx", tmp_path / "x.npz"
+    path.write_bytes(model)
+    big = {k: np.concatenate([v] * 8) for k, v in feeds.items()}
+    np.savez(npz, **big)
+    report = compare_runtimes(model, str(npz), rows=4)
+    assert report.inputs == "4 rows of data" and report.ok
+    runner = CliRunner()
+    result = runner.invoke(app, ["compare", str(path), "--data", str(npz), "--rows", "4"])
+    assert result.exit_code == 0 and "on 4 rows of data" in result.output
+    for bad in ("0", "-3"):
+        result = runner.invoke(app, ["compare", str(path), "--data", str(npz), "--rows", bad])
+        assert result.exit_code == 2 and "no divergence" not in result.output
+    empty = tmp_path / "empty.npz"
+    np.savez(empty, **{k: v[:0] for k, v in feeds.items()})
+    result = cli("compare", str(path), "--data", str(empty))
+    assert result.returncode == 1 and "no rows" in result.stderr

@@ -91,3 +91,35 @@ def test_fp16_refused_when_tolerance_cannot_be_met(layernorm_model, tmp_path):
     with pytest.raises(ConversionError, match="stray from float32"):
         convert_float16(model, data={"x": x}, rtol=1e-7, atol=1e-7, max_rounds=1, output=out)
     assert not out.exists()
+
+
+def test_inf_in_the_data_does_not_keep_nodes_float32_and_is_warned_about():
+    """The user's report: one inf in the calibration data kept every node float32 ("values reach inf") and
+    the result said ok. inf stays inf in float16: the nodes convert, and the report warns about the data."""
+    model, feeds, expected = torch_model("mlp")
+    (name,) = feeds
+    x = feeds[name].copy()
+    x[0, 0] = np.inf
+    converted, report = convert_float16(model, data={name: x})
+    assert report.ok and any(n.how == "converted to float16" for n in report.nodes)
+    (warning,) = report.warnings
+    assert f"input {name!r} contains 1 inf value(s)" in warning and "warning: " in str(report)
+    got = reference_run(converted, cast_feeds(converted, {name: x}))
+    (y,) = got.values()
+    np.testing.assert_allclose(y[1:].astype(np.float64), expected[1:], atol=2e-2, rtol=2e-2)  # torch, finite rows
+
+
+def test_warned_when_nothing_is_converted():
+    """Every float node beyond float16's range stays float32: the result is right but is no float16 model,
+    and the report says so instead of a bare "ok"."""
+    c = numpy_helper.from_array(np.full(3, 1e5, np.float32), "c")
+    graph = helper.make_graph([helper.make_node("Add", ["x", "c"], ["y"], name="shift")], "g",
+                              [helper.make_tensor_value_info("x", T.FLOAT, ["N", 3])],
+                              [helper.make_tensor_value_info("y", T.FLOAT, ["N", 3])], [c])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    x = np.random.default_rng(0).standard_normal((8, 3)).astype(np.float32)
+    converted, report = convert_float16(model, data={"x": x}, keep_io_types=True)
+    assert [n.how for n in report.nodes] == ["kept float32: values reach 1e+05, beyond the float16 range (6.55e+04)"]
+    assert report.warnings == ["no node was converted to float16: all 1 node(s) with float tensors stay float32"]
+    assert report.ok and "result: ok, with 1 warning(s)" in str(report)
+    np.testing.assert_allclose(reference_run(converted, {"x": x})["y"], x + np.float32(1e5), rtol=1e-3)

@@ -57,7 +57,7 @@ def test_skl2onnx_models_convert_both_ways(name, target):
     check_both_ways(model, feeds, expected, target, rtol=1e-4)
 
 
-@pytest.mark.parametrize("target", [13, 17, CURRENT])
+@pytest.mark.parametrize("target", [12, 13, 17, CURRENT])
 def test_penguins_pipeline_converts_both_ways(target):
     model, rows, expected = penguins_pipeline()
     converted, report = convert_opset(model, target, data=rows)
@@ -286,3 +286,62 @@ def test_cli_convert_writes_only_verified_models(tmp_path):
     result = CliRunner().invoke(app, ["convert", str(bad), "--opset", "9", "-o", str(refused)])
     assert result.exit_code != 0 and "REFUSED" in result.output and not refused.exists()
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+# -- operators onegraph emits, one node each: converted to the old opset and computing what the source
+# -- model computes in onnx's reference evaluator, or refused with the reason --------------------------
+def _unit(op, opset, x, out_type, **attrs):
+    node = helper.make_node(op, ["x"], ["y"], name="n", **attrs)
+    return make([node], [vi("x", helper.np_dtype_to_tensor_dtype(x.dtype), list(x.shape))],
+                [vi("y", out_type, None)], opset)
+
+
+@pytest.mark.parametrize("op, src, dst, x, out_type, attrs", [
+    ("Cast", 21, 9, np.array([1.5, -2.0, np.nan], np.float32), T.DOUBLE, {"to": T.DOUBLE}),
+    ("Cast", 21, 12, np.array([1, 0, 3], np.int64), T.BOOL, {"to": T.BOOL, "saturate": 1}),
+    ("IsNaN", 20, 9, np.array([1.5, np.nan], np.float32), T.BOOL, {}),
+    ("ArgMax", 13, 11, np.array([[1, 3, 3], [2, 0, 1]], np.float32), T.INT64, {"axis": -1}),
+    ("Shape", 21, 13, np.zeros((2, 3, 5), np.float32), T.INT64, {"start": 1, "end": -1}),
+    ("Shape", 21, 9, np.zeros((2, 3, 5), np.float32), T.INT64, {"start": -2}),
+    ("Mod", 13, 10, np.array([5, -7, 9], np.int64), T.INT64, {}),
+])
+def test_onegraph_operators_convert_down(op, src, dst, x, out_type, attrs):
+    from onnx.reference import ReferenceEvaluator
+
+    if op == "Mod":  # a second input: the divisor, as a constant
+        model = make([helper.make_node("Mod", ["x", "d"], ["y"], name="n")], [vi("x", T.INT64, [3])],
+                     [vi("y", T.INT64, None)], src, [numpy_helper.from_array(np.array([3, 3, -4], np.int64), "d")])
+    else:
+        model = _unit(op, src, x, out_type, **attrs)
+    converted, report = convert_opset(model, dst, data={"x": x})
+    assert report.ok and opset_of(converted) == dst
+    onnx.checker.check_model(converted)
+    np.testing.assert_array_equal(ort_run(converted, {"x": x})[0], ReferenceEvaluator(model).run(None, {"x": x})[0])
+
+
+@pytest.mark.parametrize("op, src, dst, out_type, attrs, reason", [
+    ("Cast", 21, 12, T.BFLOAT16, {"to": T.BFLOAT16}, "bfloat16"),
+    ("Cast", 21, 18, T.FLOAT8E4M3FN, {"to": T.FLOAT8E4M3FN, "saturate": 0}, "unallowed for Opset Version 18"),
+    ("ArgMax", 13, 11, T.INT64, {"axis": 0, "select_last_index": 1}, "select_last_index"),
+    ("ArgMax", 13, 10, T.INT64, {"axis": 0}, "negative axes"),
+])
+def test_onegraph_operators_refused_when_the_old_opset_lacks_them(op, src, dst, out_type, attrs, reason):
+    model = _unit(op, src, np.array([1.0, 2.0], np.float32), out_type, **attrs)
+    with pytest.raises(ConversionError) as info:
+        convert_opset(model, dst)
+    (node,) = info.value.report.refused
+    assert node.op_type == op and reason in node.how
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--opset", "0"], "opset 0 does not exist"), (["--opset", "99"], "opset 99 does not exist"),
+    (["--opset", "13", "--ml-opset", "9"], "ml opset 9 does not exist"),
+])
+def test_cli_refuses_opsets_onnx_does_not_define(tmp_path, cli, args, message):
+    model, _, _ = torch_model("mlp")
+    path = tmp_path / "mlp.onnx"
+    path.write_bytes(model)
+    result = cli("convert", str(path), *args, "-o", str(tmp_path / "out.onnx"))
+    top = onnx.defs.onnx_ml_opset_version() if "--ml-opset" in args else CURRENT
+    assert result.returncode == 1 and message in result.stderr and f"1 to {top}" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "out.onnx").exists()

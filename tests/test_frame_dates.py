@@ -18,7 +18,7 @@ from onegraph.errors import ColumnTypeError, OutOfRangeError
 from onegraph.export import auto
 from onegraph.frame import DateDiff, DateParts, StandardScaler
 
-from conftest import DATA, assert_same_values, graph_matches_transform
+from conftest import DATA, assert_same_values, graph_matches_transform, reference_agrees
 
 ALL_PARTS = ["year", "quarter", "month", "day", "dayofweek", "dayofyear", "days_in_month", "isoweek", "isoyear",
              "hour", "minute", "second", "microsecond", "nanosecond", "is_month_start", "is_month_end",
@@ -219,6 +219,8 @@ def test_hypothesis_iso_text_parses_as_pandas(values):
     raw = pd.to_datetime(frame["t"], format="ISO8601", utc=True, errors="coerce")
     inside = out["t_year"].notna()
     assert_same_values(out.loc[inside, "t_second"], raw[inside].dt.second.astype(float))
+    # and the spec, run literally, reads the text the same way (no runtime-specific Cast behaviour)
+    reference_agrees(model, frame)
 
 
 @pytest.mark.parametrize("fmt", ["%d/%m/%Y", "%Y%m%d", "%m/%d/%Y %H:%M", "%d.%m.%y %H:%M:%S.%f",
@@ -231,7 +233,8 @@ def test_strftime_formats_parse_as_pandas(fmt):
            "2023-6-1", " 2023-06-13", "x", "", None]
     frame = pd.DataFrame({"t": text + odd})
     parts = DateParts(INSTANT, format=fmt).fit(frame)
-    graph_matches_transform(parts, frame)
+    model = graph_matches_transform(parts, frame)
+    reference_agrees(model, frame)
     out = parts.transform(frame)
     assert out["t_year"].iloc[:200].notna().all()
 
@@ -283,3 +286,19 @@ def test_onegraph_build_plan_reads_date_columns(seattle):
         pipe = make_pipeline(plan.preprocessing, LogisticRegression(max_iter=500)).fit(frame, seattle["weather"])
         onegraph.build(pipe, None, frame)
     assert isinstance(auto.plan(text).preprocessing.transformers[0][1][0], DateParts)
+
+
+def test_compare_runs_a_date_text_model_in_both_runtimes(tmp_path, cars, cli):
+    """The user's report: the reference evaluator refused the graph's Cast of "1970-01-01" to int64
+    (only onnxruntime reads a leading number); the digits are now cut out before the Cast."""
+    from onegraph.verify import compare_runtimes
+
+    frame = cars[["Year", "Horsepower"]].head(40)
+    parts = DateParts(["year", "month", "dayofyear"]).fit(frame[["Year"]])
+    model = graph_matches_transform(parts, frame[["Year"]])
+    report = compare_runtimes(model, frame[["Year"]])
+    assert report.outputs_agree
+    path = tmp_path / "dates.onnx"
+    path.write_bytes(model.SerializeToString())
+    result = cli("compare", str(path), "--data", str(DATA / "cars.csv"))
+    assert "Traceback" not in result.stderr and "the model's outputs agree" in result.stdout

@@ -86,3 +86,32 @@ def test_validate_names_each_malformed_key(run, model, tmp_path):
     assert keys == {"org.onegraph.created_at", "org.onegraph.precision"}
     shown = json.loads(run("show", str(bad), "--json").stdout)
     assert shown["invalid"]["created_at"] == "yesterday"  # kept, flagged
+
+
+def test_show_says_when_there_is_no_metadata(run, tmp_path):
+    import onnx
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph([helper.make_node("Identity", ["x"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+    path = tmp_path / "bare.onnx"
+    onnx.save(helper.make_model(graph), path)
+    result = run("show", str(path))
+    assert result.returncode == 0 and result.stdout.strip() == f"{path}: no metadata"
+
+
+def test_set_refuses_removing_an_absent_key_and_a_future_schema_version(run, model, tmp_path):
+    from onegraph.meta import SCHEMA_VERSION, read_metadata
+
+    out = tmp_path / "x.onnx"
+    result = run("set", str(model), "--remove", "nosuchkey", "-o", str(out))
+    assert result.returncode == 1 and "'nosuchkey': is not in the model's metadata" in result.stderr
+    assert not out.exists()
+    result = run("set", str(model), f"meta_version={SCHEMA_VERSION + 97}", "-o", str(out))
+    assert result.returncode == 1 and "newer than the schema version" in result.stderr and not out.exists()
+    # a key the model carries is removed, and the version this onegraph writes is accepted
+    authored = tmp_path / "authored.onnx"
+    assert run("set", str(model), "author=Ada", "-o", str(authored)).returncode == 0
+    result = run("set", str(authored), "--remove", "author", f"meta_version={SCHEMA_VERSION}", "-o", str(out))
+    assert result.returncode == 0 and "author" not in read_metadata(out).fields

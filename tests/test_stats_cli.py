@@ -86,3 +86,33 @@ def test_errors_print_one_line(tmp_path):
     assert result.returncode == 1
     assert result.stderr.strip().startswith("error: column 'x' is required") and "Traceback" not in result.stderr
     assert not (tmp_path / "o.onnx").exists()
+
+
+def test_bad_options_are_refused_before_the_calibration_runs(tmp_path, cli):
+    """The user's report: --tensor 'zzz*' wrote "statistics of 0 tensors" and exited 0. Each bad option is
+    refused by name; the data is wrong too, so an option error proves nothing ran before the check."""
+    model, x = cnn()
+    path = tmp_path / "cnn.onnx"
+    path.write_bytes(model)
+    good, bad = tmp_path / "good.npz", tmp_path / "bad.npz"
+    np.savez(good, x=x[:8])
+    np.savez(bad, image=x[:8])
+    (tmp_path / "folder").mkdir()
+    for data, args, message in [
+        (good, ["--tensor", "zzz*"], "tensor pattern 'zzz*' matches no float tensor"),
+        (good, ["--op-type", "LSTM"], "op type 'LSTM' produces no float tensor"),
+        (bad, ["-o", str(tmp_path / "folder")], "is a folder"),
+        (bad, ["--quant-type", "int3"], "unknown quantization type 'int3'"),
+        (bad, ["--method", "median"], "unknown calibration method 'median'"),
+    ]:
+        argv = ["stats", "calibrate", str(path), "--data", str(data), *args]
+        if "-o" not in args:
+            argv += ["-o", str(tmp_path / "o.onnx")]
+        result = cli(*argv)
+        assert result.returncode == 1 and message in result.stderr, (args, result.stderr)
+        assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "o.onnx").exists()
+    # a pattern that matches observes exactly the tensors it names (names read from the model itself)
+    names = [o for n in onnx.load_from_string(model).graph.node for o in n.output][:2]
+    result = cli("stats", "calibrate", str(path), "--data", str(good), "-o", str(tmp_path / "o.onnx"),
+                 *sum((["--tensor", n] for n in names), []), "--quant-type", "none")
+    assert result.returncode == 0 and set(read_stats(tmp_path / "o.onnx")) == set(names)

@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from onegraph.cli.app import app, out
+from onegraph.errors import OnegraphError
 
 
 @app.command()
@@ -27,7 +28,12 @@ def check(
     from onegraph.verify.check import check as run_check
     from onegraph.verify.limits import Limits
 
-    report = run_check(model, limits=Limits.parse(limits), stages=[s.strip() for s in stages.split(",") if s.strip()])
+    try:
+        report = run_check(model, limits=Limits.parse(limits),
+                           stages=[s.strip() for s in stages.split(",") if s.strip()])
+    except OnegraphError as exc:  # bad options or no checking process: the model could not be checked
+        exc.exit_code = 2
+        raise
     if as_json:
         out.print_json(json.dumps(report.to_dict()))
     else:

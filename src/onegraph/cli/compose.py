@@ -13,6 +13,32 @@ from onegraph.cli.app import app, err, out
 from onegraph.errors import OnegraphError
 
 
+def ensemble_options(ensemble: str | None, weights: str | None, n: int) -> list[float] | None:
+    """Check ``--ensemble`` / ``--weights`` for ``n`` models before anything is fitted; the parsed weights.
+
+    Raises
+    ------
+    OnegraphError
+        for weights without an ensemble that uses them, an unknown method, or an ensemble of fewer than two
+        models (stacking excepted), each naming the options as the user wrote them.
+    """
+    from onegraph.export.ensemble import METHODS
+
+    if ensemble is None:
+        if weights is not None:
+            raise OnegraphError("--weights is given without --ensemble", hint="add --ensemble weighted (or vote)")
+        return None
+    if ensemble not in METHODS:
+        raise OnegraphError(f"unknown --ensemble {ensemble!r}", hint=f"use {', '.join(METHODS)}")
+    if weights is not None and ensemble not in ("weighted", "vote"):
+        raise OnegraphError(f"--weights does not apply to --ensemble {ensemble}",
+                            hint="use --ensemble weighted or vote, or leave out --weights")
+    if ensemble != "stacking" and n < 2:
+        raise OnegraphError(f"--ensemble {ensemble} needs at least two models (got {n})",
+                            hint="give two or more models (repeat --model)")
+    return _weights(weights, n)
+
+
 def _weights(text: str | None, n: int) -> list[float] | None:
     if text is None:
         return None
@@ -54,7 +80,7 @@ def build_several(plan: Any, names: list[str], task: str, seed: int, split: tupl
     from onegraph.export import auto
 
     train, test, y_train, y_test = split
-    checked_weights = _weights(weights, len(names))
+    checked_weights = ensemble_options(ensemble, weights, len(names))
     if len(set(names)) != len(names):
         raise OnegraphError(f"--model repeats a model: {', '.join(names)}", hint="give each model once")
     pre = plan.preprocessing.fit(train, y_train)
@@ -112,8 +138,9 @@ def compose(
     from onegraph.io import read_table
 
     ens = None
+    checked = ensemble_options(ensemble, weights, len([p for p in plan(models, name) if not p.internal]))
     if ensemble:
-        ens = Ensemble(ensemble, weights=_weights(weights, len([p for p in plan(models, name) if not p.internal])))
+        ens = Ensemble(ensemble, weights=checked)
     sample = None
     if check is not None:
         kinds = {s.name: s.kind for p in plan(models, name) for s in p.specs}

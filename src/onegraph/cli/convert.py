@@ -36,7 +36,8 @@ def convert(
                         ] = None,
     accept_diff: Annotated[bool, typer.Option("--accept-diff", help="Write the model even if outputs differ.")
                            ] = False,
-    rows: Annotated[int, typer.Option(help="Rows to generate, or to take from --data.")] = 64,
+    rows: Annotated[int, typer.Option(min=1, help="Rows to generate, or the first rows taken from --data "
+                                      "(.csv, .parquet or .npz; default 64).")] = 64,
     rtol: Annotated[Optional[float], typer.Option(help="Relative tolerance of the outputs.")] = None,
     atol: Annotated[Optional[float], typer.Option(help="Absolute tolerance of the outputs.")] = None,
     max_error: Annotated[Optional[float], typer.Option(
@@ -55,6 +56,9 @@ def convert(
                             (f" (got {', '.join(chosen)})" if chosen else ""))
     if output.resolve() == model.resolve():
         raise OnegraphError(f"output {output} is the input model", hint="write the converted model elsewhere")
+    from onegraph.io import check_output_path
+
+    check_output_path(output)  # before the conversion and its verification run
     try:
         if opset is not None:
             _, report = convert_opset(model, opset, data=data, rows=rows, accept_diff=accept_diff,
@@ -80,7 +84,8 @@ def compare(
                     ] = None,
     against: Annotated[str, typer.Option("--against", help="reference (onnx ReferenceEvaluator), ort-basic, "
                                          "ort-all, or the path of another .onnx model.")] = "reference",
-    rows: Annotated[int, typer.Option(help="Rows to generate, or to take from --data.")] = 16,
+    rows: Annotated[int, typer.Option(min=1, help="Rows to generate, or the first rows taken from --data "
+                                      "(.csv, .parquet or .npz; default 16).")] = 16,
     rtol: Annotated[float, typer.Option(help="Relative tolerance (of each tensor's magnitude).")] = 1e-4,
     atol: Annotated[float, typer.Option(help="Absolute tolerance.")] = 1e-5,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,

@@ -100,6 +100,9 @@ def build(
     from onegraph.io import check_output_path, read_table
 
     check_output_path(output)
+    from onegraph.cli.compose import ensemble_options
+
+    ensemble_options(ensemble, weights, len([m for m in model or [] if m != "auto"]) or 1)
     if not 0 < test_size < 1:
         raise OnegraphError(f"--test-size {test_size} is not a fraction", hint="give a number between 0 and 1, e.g. 0.2")
     if seed < 0:

@@ -34,6 +34,9 @@ def show(model: _Model, as_json: _Json = False, trusted: _Trusted = False) -> No
         out.print_json(json.dumps({"fields": md.fields, "others": md.others, "invalid": md.invalid,
                                    "errors": [str(e) for e in md.errors], "notes": md.notes}))
         return
+    if not (md.fields or md.invalid or md.others or md.errors or md.notes):
+        out.print(f"{model}: no metadata", markup=False)
+        return
     for key, value in md.fields.items():
         out.print(f"{PREFIX}{key}: {_shown(value)}", markup=False)
     for key, text in md.invalid.items():
@@ -69,7 +72,7 @@ def set_(
         updates[key] = value
     if not updates and not remove:
         raise OnegraphError("nothing to set or remove", hint="give KEY=VALUE pairs or --remove KEY")
-    proto = set_metadata(model, updates, remove=remove or (), trusted=trusted)
+    proto = set_metadata(model, updates, remove=remove or (), trusted=trusted, missing_ok=False)
     target = model if in_place else output
     save_model(proto, target)
     done = [f"set {', '.join(updates)}"] if updates else []

@@ -14,6 +14,7 @@ import typer
 from typer.core import TyperGroup
 
 from onegraph.cli.app import app, err, out
+from onegraph.errors import OnegraphError
 
 
 class _DefaultCommandGroup(TyperGroup):
@@ -68,10 +69,15 @@ def calibrate(
 ) -> None:
     """Run MODEL over DATA in onnxruntime, write every float tensor's statistics and quantization
     parameters into a copy of the model (-o), print the widest ranges, NaN/inf and outlier-heavy tensors."""
-    from onegraph.io import save_model
+    from onegraph.io import check_output_path, save_model
     from onegraph.stats.calibrate import annotate_model
+    from onegraph.stats.qparams import check_options
     from onegraph.stats.report import summary_tables, write_html
 
+    check_output_path(output)  # before the calibration runs, not after
+    if report is not None and report.exists() and not report.is_dir():
+        raise OnegraphError(f"--report {report} is a file", hint="give a folder for the HTML report")
+    check_options(None if quant_type == "none" else quant_type, method)
     annotated, calibration, qparams = annotate_model(
         model, data, quant_type=None if quant_type == "none" else quant_type, method=method, symmetric=symmetric,
         reduce_range=reduce_range, per_channel=per_channel, percentile=percentile, tensors=tensor, op_types=op_type,
@@ -116,10 +122,11 @@ def recover(
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the annotated model (.onnx).")],
 ) -> None:
     """Read the float range of every quantized tensor back from its scale / zero point, into a copy of MODEL."""
-    from onegraph.io import save_model
+    from onegraph.io import check_output_path, save_model
     from onegraph.stats.annotate import read_stats
     from onegraph.stats.recover import recover as recover_model
 
+    check_output_path(output)
     annotated = recover_model(model)
     save_model(annotated, output)
     out.print(f"wrote {output}: recovered ranges of {len(read_stats(annotated))} tensors")
@@ -131,9 +138,10 @@ def strip(
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the lean model (.onnx).")],
 ) -> None:
     """Remove every statistic, quantization annotation and the scale / zero-point initializers onegraph added."""
-    from onegraph.io import model_bytes, save_model
+    from onegraph.io import check_output_path, model_bytes, save_model
     from onegraph.stats.annotate import strip as strip_model
 
+    check_output_path(output)
     lean = strip_model(model)
     save_model(lean, output)
     before = len(model_bytes(model))

@@ -50,6 +50,7 @@ _TIME = (r"(?:[0-9]{1,2}:[0-9]{1,2}(?::[0-9]{1,2}(?:\.[0-9]{0,18})?)?"
 _TIMEPART = (rf"(?:[T ]{_TIME}{_WS}*(?:Z{_WS}*|[+-](?:[0-9]{{2}}(?::?[0-9]{{1,2}}{_WS}*)?"
              rf"|[0-9](?::[0-9]{{1,2}}{_WS}*)?))?)")
 _DATE_SEPARATORS = ("-", ".", "/", "\\")
+_TIME_STOPS = ":.Z+-"  # what may follow a time field's digits (with whitespace)
 
 
 def _iso_pattern() -> str:
@@ -89,6 +90,13 @@ class DateFormat:
     pattern: str
     iso: bool
     steps: tuple = ()
+
+    @property
+    def stops(self) -> str:
+        """Characters that may follow a field's digits in a matching string (strptime formats): those of
+        the literal text and an offset's sign or ``Z``."""
+        text = "".join(value for kind, value in self.steps if kind == "skip") + "+-Z"
+        return "".join(c for c in dict.fromkeys(text) if not c.isdigit())
 
     def matches(self, values: np.ndarray) -> np.ndarray:
         """Python side of the grammar: True where a value is a string matching the pattern."""
@@ -217,7 +225,8 @@ def assemble_ns(seconds: Val, fraction: Val, ok: Val) -> Val:
 
 def _fraction_ns(digits: Val, ok: Val) -> Val:
     """Nanoseconds of a fraction written as the digits a string starts with (0-18 digits, truncated)."""
-    value = leading_int(concat(text(digits, "1"), digits), ok)  # the "1" keeps leading zeros countable
+    # the "1" keeps leading zeros countable; an offset or whitespace may follow the digits
+    value = leading_int(concat(text(digits, "1"), digits), ok, "Z+-:", whitespace=True)
     n = minimum(digit_count(value) - 1, 18)
     scaled = (value - lookup(_POW10, n)) * lookup(_FRACTION_UP, n) // lookup(_FRACTION_DOWN, n)
     return where(ok, scaled, 0)
@@ -226,8 +235,8 @@ def _fraction_ns(digits: Val, ok: Val) -> Val:
 def _offset(tz: Val, ok: Val, negative: Val) -> tuple[Val, Val, Val]:
     """(offset seconds, hours, minutes) of an offset ``hh``, ``hhmm``, ``hh:mm``... without its sign."""
     colon = full_match(tz, r"(?s)[0-9]{1,2}:.*")
-    run = leading_int(tz, ok)
-    after_colon = leading_int(part(split(tz, ":", 1)[0], 1), ok & colon)
+    run = leading_int(tz, ok, ":", whitespace=True)
+    after_colon = leading_int(part(split(tz, ":", 1)[0], 1), ok & colon, whitespace=True)
     four = full_match(tz, r"(?s)[0-9]{4}.*")
     three = full_match(tz, r"(?s)[0-9]{3}.*")
     hours = where(colon, run, where(four, run // 100, where(three, run // 10, run)))
@@ -237,7 +246,7 @@ def _offset(tz: Val, ok: Val, negative: Val) -> tuple[Val, Val, Val]:
 
 
 def _iso_fields(s: Val, valid: Val) -> _Fields:
-    lead = leading_int(s, valid)  # YYYY or YYYYMMDD
+    lead = leading_int(s, valid, "-./\\T ")  # YYYY or YYYYMMDD, then a date separator or the time
     packed = full_match(s, r"(?s)[0-9]{8}.*")
     month_text, day_text = None, None
     has_sep = None
@@ -250,21 +259,22 @@ def _iso_fields(s: Val, valid: Val) -> _Fields:
     has_day = full_match(s, r"(?s)[0-9]{4}[-./\\][0-9]{1,2}[-./\\].*")
     year = where(packed, lead // 10000, lead)
     month = where(packed, (lead // 100) % 100, where(has_sep, leading_int(month_text, valid & has_sep), 1))
-    day = where(packed, lead % 100, where(has_day, leading_int(day_text, valid & has_day), 1))
+    day = where(packed, lead % 100, where(has_day, leading_int(day_text, valid & has_day, "T "), 1))
 
     has_time = valid & full_match(s, r"(?s)[^T ]+[T ].*")
     with_t = full_match(s, r"(?s)[^T ]+T.*")
     time = where(with_t, part(split(s, "T", 1)[0], 1), part(split(s, " ", 1)[0], 1))
     colon = full_match(time, r"(?s)[0-9]{1,2}:.*")
-    run = leading_int(time, has_time)  # hh, or hh / hhmm / hhmmss when packed
+    run = leading_int(time, has_time, _TIME_STOPS, whitespace=True)  # hh, or hh / hhmm / hhmmss when packed
     six = full_match(time, r"(?s)[0-9]{6}.*")
     four = full_match(time, r"(?s)[0-9]{4}.*")
     pieces, _ = split(time, ":")
     with_seconds = full_match(time, r"(?s)[0-9]{1,2}:[0-9]{1,2}:.*")
     hour = where(colon, run, where(six, run // 10000, where(four, run // 100, run)))
-    minute = where(colon, leading_int(part(pieces, 1), has_time & colon),
+    minute = where(colon, leading_int(part(pieces, 1), has_time & colon, _TIME_STOPS, whitespace=True),
                    where(six, (run // 100) % 100, where(four, run % 100, 0)))
-    second = where(colon, leading_int(part(pieces, 2), has_time & with_seconds), where(six, run % 100, 0))
+    second = where(colon, leading_int(part(pieces, 2), has_time & with_seconds, _TIME_STOPS, whitespace=True),
+                   where(six, run % 100, 0))
     has_fraction = has_time & full_match(time, r"(?s)(?:[0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}|[0-9]{6})\..*")
     fraction = _fraction_ns(part(split(time, ".", 1)[0], 1), has_fraction)
 
@@ -293,7 +303,7 @@ def _strptime_fields(s: Val, valid: Val, fmt: DateFormat) -> _Fields:
             tz = where(minus, part(split(rest, "-", 1)[0], 1), part(split(rest, "+", 1)[0], 1))
             offset, tz_hour, tz_minute = _offset(tz, valid & (plus | minus), minus)
             continue
-        run = leading_int(rest, valid)
+        run = leading_int(rest, valid, fmt.stops, whitespace=True)
         widths = [_FIELDS[d][2] for d in value] if len(value) > 1 else [None]
         for i, d in enumerate(value):
             if widths[i] is None:

@@ -4,11 +4,13 @@
 * :func:`split` / :func:`part` — ``StringSplit`` on a literal delimiter and the k-th part, padded so a
   batch in which no row has k parts still has the column (onnxruntime sizes the output to the batch);
 * :func:`concat` — ``StringConcat`` (broadcasting);
-* :func:`leading_int` — the integer a string starts with. ``Cast`` from string to int64 reads it with
-  ``std::stoll``, which stops at the first non-digit and throws on text with no digits, so callers pass
-  only strings a regular expression has already validated (other rows are replaced by ``"0"`` first).
-  Integer parsing does not depend on the host locale; ``Cast`` from string to *float* (``std::stod``)
-  does, and is never emitted.
+* :func:`leading_int` — the integer a string starts with. The ONNX ``Cast`` spec reads a string as a
+  whole number: onnxruntime's ``std::stoll`` happens to stop at the first non-digit, but onnx's reference
+  evaluator (and any runtime reading the spec literally) refuses ``"1970-01-01"``. So the digit run is
+  first cut out with ``StringSplit`` at each character that may follow it (the caller names them: its
+  regular expression has already validated the string; other rows are replaced by ``"0"``), and ``Cast``
+  only ever sees digits. Integer parsing does not depend on the host locale; ``Cast`` from string to
+  *float* (``std::stod``) does, and is never emitted.
 """
 
 from __future__ import annotations
@@ -67,13 +69,28 @@ def concat(a: Val, b: Val | str) -> Val:
     return Val(g, g.op("StringConcat", a.value, b.value, dtype=STRING), STRING)
 
 
-def leading_int(x: Val, ok: Val) -> Val:
-    """The integer each string of ``x`` starts with (``std::stoll``), 0 where ``ok`` is False.
+def leading_int(x: Val, ok: Val, stops: str = "", *, whitespace: bool = False) -> Val:
+    """The integer each string of ``x`` starts with, 0 where ``ok`` is False.
 
-    ``x`` must start with an optional sign and a digit wherever ``ok`` holds, and its leading digit run
-    must fit in int64 (at most 18 digits).
+    Wherever ``ok`` holds, ``x`` must start with a digit, its leading digit run must fit in int64 (at most
+    18 digits) and be followed by nothing, by one of the characters of ``stops``, or (``whitespace``) by a
+    whitespace character. The run is cut at each of them (``StringSplit``, first part) before ``Cast``,
+    which the spec defines for a string holding a number and nothing else.
     """
-    return where(ok, x, text(x, "0")).cast(INT64)
+    y = where(ok, x, text(x, "0"))
+    for c in dict.fromkeys(stops):
+        y = part(split(y, c, 1)[0], 0)
+    if whitespace:  # one split for every whitespace character: an empty delimiter splits on runs of them
+        y = part(_split_whitespace(y), 0)
+    return y.cast(INT64)
+
+
+def _split_whitespace(x: Val) -> Val:
+    g = x.g
+    parts, count = g.derived(("split", id(x.value), "", 1),
+                             lambda: g.op("StringSplit", x.value, delimiter="", maxsplit=1, outputs=2))
+    parts.dtype, count.dtype = STRING, INT64
+    return Val(g, parts, STRING)
 
 
 def digit_count(value: Val, max_digits: int = 19) -> Val:

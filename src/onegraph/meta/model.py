@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 import onnx
 
-from onegraph.meta.schema import FIELDS, PREFIX, STANDARD_KEYS, Metadata, MetadataError, encode, read
+from onegraph.meta.schema import (FIELDS, PREFIX, SCHEMA_VERSION, STANDARD_KEYS, Metadata, MetadataError, encode, read,
+                                   validate)
 
 _ALIASES = {standard: name for name, standard in STANDARD_KEYS.items()}
 
@@ -61,7 +62,7 @@ def _against_graph(proto: onnx.ModelProto, fields: Mapping[str, Any]) -> list[Me
 
 
 def set_metadata(model: Any, updates: Mapping[str, Any] | None = None, *, remove: Iterable[str] = (),
-                 trusted: bool = False) -> onnx.ModelProto:
+                 trusted: bool = False, missing_ok: bool = True) -> onnx.ModelProto:
     """A copy of ``model`` with metadata fields set or removed; the input is not modified.
 
     Parameters
@@ -74,11 +75,15 @@ def set_metadata(model: Any, updates: Mapping[str, Any] | None = None, *, remove
         any other key (``com.example.x``) is stored as given (a string).
     remove:
         Fields or keys to delete.
+    missing_ok:
+        False: a key of ``remove`` the model does not carry is an error (a typo, not a removal).
 
     Raises
     ------
     MetadataError
-        naming the first malformed value (nothing is changed).
+        naming the first malformed value, a ``meta_version`` newer than this onegraph's schema
+        (:data:`~onegraph.meta.schema.SCHEMA_VERSION`: it would claim fields this version cannot write), or
+        with ``missing_ok=False`` a key to remove that is absent (nothing is changed).
     """
     from onegraph.io import load_model
 
@@ -94,11 +99,20 @@ def set_metadata(model: Any, updates: Mapping[str, Any] | None = None, *, remove
             foreign[key] = value
         else:
             ours[name] = value
-    props.update(encode(ours))
+    encoded = encode(ours)
+    if "meta_version" in ours and validate("meta_version", ours["meta_version"]) > SCHEMA_VERSION:
+        raise MetadataError("meta_version", f"{ours['meta_version']} is newer than the schema version this onegraph "
+                                            f"writes ({SCHEMA_VERSION})",
+                                hint=f"leave meta_version out (onegraph writes it) or give 1 to {SCHEMA_VERSION}")
+    props.update(encoded)
     props.update(foreign)
     for key in remove:
         name = _field_name(key)
-        for k in ([PREFIX + name, STANDARD_KEYS.get(name, "")] if name else [key]):
+        keys = [PREFIX + name, STANDARD_KEYS.get(name, "")] if name else [key]
+        if not missing_ok and not any(k in props for k in keys):
+            raise MetadataError(key, "is not in the model's metadata (nothing removed)",
+                                hint="`onegraph meta show MODEL` lists the keys it carries")
+        for k in keys:
             props.pop(k, None)
     del proto.metadata_props[:]
     for key, value in props.items():

@@ -59,8 +59,9 @@ STANDARD_KEYS = {"author": "model_author", "license": "model_license"}
 class MetadataError(OnegraphError):
     """A metadata value does not follow the schema."""
 
-    def __init__(self, key: str, message: str) -> None:
-        super().__init__(f"metadata key {key!r}: {message}", hint="fix the value, or rebuild the model with onegraph")
+    def __init__(self, key: str, message: str, *, hint: str | None = None) -> None:
+        super().__init__(f"metadata key {key!r}: {message}",
+                         hint=hint or "fix the value, or rebuild the model with onegraph")
         self.key = key
 
 

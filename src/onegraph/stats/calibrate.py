@@ -28,7 +28,7 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
-from onegraph.errors import DataError, MissingColumnError, ModelFileError, RuntimeFailure
+from onegraph.errors import ConfigError, DataError, MissingColumnError, ModelFileError, RuntimeFailure
 from onegraph.io import load_model
 from onegraph.stats.accumulators import TensorAccumulator, TensorStats
 
@@ -80,6 +80,7 @@ def select_tensors(model: ir.Model, *, tensors: Sequence[str] | None = None, op_
     values = [v for v in values if v.type is None or v.dtype in FLOAT_TYPES]
     if tensors is None and op_types is None and functions is None and where is None:
         return values
+    _check_selectors(model, values, tensors, op_types, functions)
     wanted_functions = set(functions or ())
     chosen = []
     for v in values:
@@ -93,6 +94,27 @@ def select_tensors(model: ir.Model, *, tensors: Sequence[str] | None = None, op_
         elif where is not None and where(v):
             chosen.append(v)
     return chosen
+
+
+def _check_selectors(model: ir.Model, values: list[ir.Value], tensors: Sequence[str] | None,
+                     op_types: Sequence[str] | None, functions: Sequence[str] | None) -> None:
+    """Each tensor pattern, operator type and function must select at least one float tensor: one that
+    selects nothing is a typo, not a request for no statistics."""
+    for pattern in tensors or ():
+        if not any(fnmatch.fnmatchcase(v.name, pattern) for v in values):
+            sample = ", ".join(v.name for v in values[:5]) + (", ..." if len(values) > 5 else "")
+            raise ConfigError(f"tensor pattern {pattern!r} matches no float tensor of the model",
+                              hint=f"float tensors are named like: {sample}")
+    producers = [v.producer() for v in values]
+    for op in op_types or ():
+        if not any(p is not None and p.op_type == op for p in producers):
+            ops = sorted({p.op_type for p in producers if p is not None})
+            raise ConfigError(f"op type {op!r} produces no float tensor of the model",
+                              hint=f"float tensors come from: {', '.join(ops)}")
+    for name in functions or ():
+        if not any(p is not None and name in _function_names(model, p) for p in producers):
+            raise ConfigError(f"function {name!r} produces no float tensor of the model",
+                              hint="name a model-local function as name, domain:name or domain:name:overload")
 
 
 def _function_names(model: ir.Model, node: ir.Node) -> set[str]:
@@ -458,8 +480,9 @@ def annotate_model(model: Any, data: Any, *, quant_type: str | None = "uint8", m
     the errors of :func:`calibrate` and :func:`onegraph.stats.qparams.quant_params`.
     """
     from onegraph.stats.annotate import annotate
-    from onegraph.stats.qparams import quant_params
+    from onegraph.stats.qparams import check_options, quant_params
 
+    check_options(quant_type, method)
     calibration = calibrate(model, data, **options)
     stats = calibration.stats()
     qparams = {}

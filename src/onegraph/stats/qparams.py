@@ -203,6 +203,22 @@ def _float8_values(f8: Any) -> np.ndarray:
 
 
 # -- ranges ---------------------------------------------------------------------------------------
+def check_options(quant_type: str | None, method: str) -> None:
+    """Refuse an unknown quantization type or range method before any calibration runs.
+
+    Raises
+    ------
+    QuantizationError
+        naming the value and the valid ones.
+    """
+    known = {**INTEGER_TYPES, **FLOAT8_TYPES}
+    if quant_type is not None and quant_type not in known:
+        raise QuantizationError(f"unknown quantization type {quant_type!r}",
+                                hint=f"use one of {', '.join(known)}, or none for statistics only")
+    if method not in METHODS:
+        raise QuantizationError(f"unknown calibration method {method!r}", hint=f"use one of {', '.join(METHODS)}")
+
+
 def choose_range(stats: TensorStats, method: str = "minmax", *, symmetric: bool = False, per_channel: bool = False,
                  percentile: float = 99.999, num_quantized_bins: int = 128, quant_type: str = "uint8",
                  tensor: str = "tensor") -> tuple[np.ndarray, np.ndarray]:

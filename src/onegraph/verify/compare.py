@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from onegraph.errors import OnegraphError
+from onegraph.errors import ConfigError, DataError, OnegraphError
 from onegraph.io import load_model
 from onegraph.verify.feeds import model_feeds
 from onegraph.verify.intermediates import expose, inlined, with_types
@@ -103,6 +103,8 @@ class CompareReport:
     atol: float
     inputs: str = ""
     skipped: list[str] = dataclasses.field(default_factory=list)
+    #: whether the graph outputs agree (None when no graph output was compared)
+    outputs_agree: bool | None = None
 
     @property
     def ok(self) -> bool:
@@ -133,6 +135,9 @@ class CompareReport:
             later = ", ".join(f"{x.node} ({x.op_type})" for x in self.divergences[1:6])
             more = f" and {len(self.divergences) - 6} more" if len(self.divergences) > 6 else ""
             lines.append(f"then {len(self.divergences) - 1} more node(s) diverge: {later}{more}")
+        if self.outputs_agree is not None:
+            lines.append("the model's outputs agree: the divergence does not reach them" if self.outputs_agree
+                         else "the model's outputs differ too")
         return "\n".join(lines)
 
 
@@ -158,13 +163,22 @@ def compare_runtimes(model: Any, data: Any = None, *, against: str = "reference"
     -------
     CompareReport
 
+    rows:
+        Rows to generate, or the most rows taken from ``data`` (at least 1).
+
     Raises
     ------
     OnegraphError
-        for an unknown ``against``; RuntimeFailure when a runtime cannot run the model.
+        for an unknown ``against``, or when nothing could be compared; ConfigError for ``rows`` < 1;
+        DataError for data without rows; RuntimeFailure when a runtime cannot run the model (naming the
+        node for the reference evaluator).
     """
+    if rows < 1:
+        raise ConfigError(f"rows must be at least 1 (got {rows})", hint="compare needs rows to run")
     original = load_model(model)
     feeds = model_feeds(original, data, rows=rows)
+    if any(np.ndim(v) and len(v) == 0 for v in feeds.values()):
+        raise DataError("the data has no rows to compare", hint="give data with at least one row")
     flat = with_types(inlined(original))
     if against == "reference":
         exposed, _ = expose(flat)
@@ -204,6 +218,12 @@ def compare_runtimes(model: Any, data: Any = None, *, against: str = "reference"
                 [TensorStats.of(i, known[i]) for i in node.input if i and i in known],
                 TensorStats.of(name, first[name]), TensorStats.of(name, second[name])))
             break
+    if not report.compared:
+        raise OnegraphError(f"no tensor of the model was computed by both {sides[0]} and {sides[1]}: "
+                            "nothing to compare", hint="check that the model has typed outputs")
+    compared = [o.name for o in flat.graph.output if o.name in first and o.name in second]
+    if compared:
+        report.outputs_agree = all(_difference(first[o], second[o], rtol, atol) is None for o in compared)
     return report
 
 

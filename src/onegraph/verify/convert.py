@@ -35,7 +35,7 @@ import onnx
 import onnx_ir as ir
 from onnx import version_converter
 
-from onegraph.errors import ConversionError, OnegraphError
+from onegraph.errors import ConfigError, ConversionError, OnegraphError
 from onegraph.io import load_model, save_model
 from onegraph.verify import opset_adapters as adapters
 from onegraph.verify import preserve
@@ -100,6 +100,7 @@ def convert_opset(model: Any, opset: int, *, data: Any = None, rows: int = 16, r
         when a node cannot be converted (named in the report), the converted model fails onnx's checker,
         or an output changes beyond tolerance (unless ``accept_diff``); ``.report`` holds the details.
     """
+    check_opsets(opset, ml_opset)
     original = load_model(model)
     src = default_opset(original)
     if src is None:
@@ -121,6 +122,22 @@ def convert_opset(model: Any, opset: int, *, data: Any = None, rows: int = 16, r
     if output is not None:
         save_model(converted, output)
     return converted, report
+
+
+def check_opsets(opset: int, ml_opset: int | None = None) -> None:
+    """Refuse target opsets the installed onnx does not define (ai.onnx 1..onnx_opset_version(), ai.onnx.ml
+    1..onnx_ml_opset_version()).
+
+    Raises
+    ------
+    ConfigError
+        naming the opset and the supported range.
+    """
+    for name, value, top in (("opset", opset, onnx.defs.onnx_opset_version()),
+                             ("ml opset", ml_opset, onnx.defs.onnx_ml_opset_version())):
+        if value is not None and not 1 <= value <= top:
+            raise ConfigError(f"{name} {value} does not exist: onnx {onnx.__version__} defines {name}s 1 to {top}",
+                              hint=f"give a target {name} between 1 and {top}")
 
 
 def verify(original: onnx.ModelProto, converted: onnx.ModelProto, report: ConversionReport, *, data: Any,

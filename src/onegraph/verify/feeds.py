@@ -59,7 +59,8 @@ def model_feeds(model: Any, data: Any = None, *, rows: int = 16, seed: int = 0) 
         named by input, or a path to a ``.csv``, ``.parquet`` or ``.npz`` file.
     rows:
         Rows to generate (first symbolic axis) when ``data`` is None; also the most rows taken from a
-        table (the first ``rows`` rows), so a long file does not make verification slow.
+        table or from arrays (the first ``rows`` rows along each input's batch axis: a first axis of
+        symbolic or unknown size), so a long file does not make verification slow. None takes them all.
     seed:
         Seed of the generated values.
 
@@ -81,22 +82,35 @@ def model_feeds(model: Any, data: Any = None, *, rows: int = 16, seed: int = 0) 
         if path.suffix.lower() == ".npz":
             if not path.exists():
                 raise DataError(f"data file {path} does not exist", hint="check the path")
-            with np.load(path, allow_pickle=False) as npz:
-                return _named_arrays(proto, {k: npz[k] for k in npz.files}, str(path))
+            try:
+                with np.load(path, allow_pickle=False) as npz:
+                    arrays = {k: npz[k] for k in npz.files}
+            except ValueError as exc:  # object arrays need pickle, which a data file must not run
+                raise DataError(f"data file {path} cannot be read without pickle ({exc})",
+                                hint="save strings as a str array (np.array(values, dtype=str)), "
+                                     "not dtype=object") from None
+            return _named_arrays(proto, arrays, str(path), rows)
         data = read_table(path)
     if isinstance(data, Mapping) and data and all(isinstance(v, np.ndarray) for v in data.values()) \
             and set(data) >= {i.name for i in _inputs(proto)}:
-        return _named_arrays(proto, dict(data), "the arrays given")
+        return _named_arrays(proto, dict(data), "the arrays given", rows)
     return table_feeds(proto, data, rows=rows)
 
 
-def _named_arrays(proto: onnx.ModelProto, arrays: dict[str, np.ndarray], where: str) -> Feeds:
+def _named_arrays(proto: onnx.ModelProto, arrays: dict[str, np.ndarray], where: str,
+                  rows: int | None = None) -> Feeds:
+    """Arrays by input name; with ``rows``, the first ``rows`` along each input's batch axis (a first
+    axis of symbolic or unknown size: a fixed first axis is part of the input's shape and kept)."""
     feeds = {}
     for inp in _inputs(proto):
         if inp.name not in arrays:
             raise DataError(f"input {inp.name!r} is missing from {where} (names given: {', '.join(sorted(arrays))})",
                             hint="name each array after the model input it feeds")
-        feeds[inp.name] = _cast(inp, np.asarray(arrays[inp.name]))
+        arr = np.asarray(arrays[inp.name])
+        dims = inp.type.tensor_type.shape.dim
+        if rows is not None and arr.ndim and (not dims or not dims[0].HasField("dim_value")):
+            arr = arr[:rows]
+        feeds[inp.name] = _cast(inp, arr)
     return feeds
 
 

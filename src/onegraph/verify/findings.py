@@ -128,7 +128,12 @@ class Finding:
             parts.append(f"node {self.node!r}")
         if self.tensor is not None:
             parts.append(f"tensor {self.tensor!r}")
-        parts.append(self.field)
+        # a process-level finding (crash, exhausted limit) belongs to the stage that was running: each
+        # stage after a crash runs again in a fresh process and can exhaust a limit of its own
+        if self.field == "process":
+            parts.append("process (before any stage)" if self.stage == "file" else f"process ({self.stage} stage)")
+        else:
+            parts.append(self.field)
         return ", ".join(parts)
 
     def __str__(self) -> str:

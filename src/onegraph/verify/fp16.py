@@ -132,6 +132,7 @@ def convert_float16(model: Any, *, data: Any = None, rows: int = 64, fmt: str = 
         else:
             how, ok = "kept as is (no float tensors, or onnxconverter-common's block list for this operator)", True
         report.nodes.append(NodeConversion(node.name, node.op_type, node.domain, "graph", None, None, how, ok))
+    report.warnings += _warnings(report, len(measures), feeds, fmt)
     report.extra["kept_float32"] = [{"node": k, "why": v} for k, v in blocked.items()]
     report.extra["summary"] = [f"kept float32 ({len(blocked)} node(s), chosen from measured values):"]
     report.extra["summary"] += [f"  {name}: {why}" for name, why in blocked.items()]
@@ -145,6 +146,26 @@ def convert_float16(model: Any, *, data: Any = None, rows: int = 64, fmt: str = 
     if output is not None:
         save_model(converted, output)
     return converted, report
+
+
+def _warnings(report: ConversionReport, floats: int, feeds: dict[str, np.ndarray], fmt: str) -> list[str]:
+    """Why an accepted conversion may not be what the user wanted: (almost) no node converted, or inputs
+    holding inf / NaN (calibration data that says little about the real ranges)."""
+    out = []
+    converted = sum(n.how == f"converted to {fmt}" for n in report.nodes)
+    if floats and converted == 0:
+        out.append(f"no node was converted to {fmt}: all {floats} node(s) with float tensors stay float32")
+    elif floats and converted * 10 < floats:
+        out.append(f"only {converted} of {floats} node(s) with float tensors were converted to {fmt}")
+    for name, value in feeds.items():
+        a = np.asarray(value)
+        if a.dtype.kind == "f":
+            inf, nan = int(np.isinf(a).sum()), int(np.isnan(a).sum())
+            if inf or nan:
+                out.append(f"input {name!r} contains " + " and ".join(
+                    f"{k} {what} value(s)" for k, what in ((inf, "inf"), (nan, "NaN")) if k) +
+                    f": they stay inf / NaN in {fmt} and are left out of the measured ranges")
+    return out
 
 
 def _named(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -172,9 +193,37 @@ def to_low_precision(fp32: onnx.ModelProto, block: list[str], fmt: str, keep_io_
                                              min_positive_val=float(np.finfo(np.float16).smallest_subnormal),
                                              check_fp16_ready=False)
     _cast_mixed_inputs(m)
+    if keep_io_types:
+        _float32_outputs(m, fp32)
     if fmt == "bfloat16":
         _retype_bfloat16(m, fp32)
     return m
+
+
+def _float32_outputs(model: onnx.ModelProto, fp32: onnx.ModelProto) -> None:
+    """Keep the float32 graph outputs float32. onnxconverter-common declares an output float16 and casts
+    to it when the node producing it is in the block list, even with keep_io_types: a kept-float32 value
+    beyond float16's range then becomes inf on its way out."""
+    wanted = {o.name for o in fp32.graph.output if o.type.tensor_type.elem_type == onnx.TensorProto.FLOAT}
+    producers = {name: n for n in model.graph.node for name in n.output}
+    for out in model.graph.output:
+        if out.name not in wanted or out.type.tensor_type.elem_type == onnx.TensorProto.FLOAT:
+            continue
+        node = producers.get(out.name)
+        if node is not None and node.op_type == "Cast":
+            for attr in node.attribute:
+                if attr.name == "to":
+                    attr.i = onnx.TensorProto.FLOAT
+        else:
+            low = f"{out.name}_{model.graph.name or 'graph'}_low"
+            for n in model.graph.node:
+                n.output[:] = [low if o == out.name else o for o in n.output]
+            model.graph.node.append(onnx.helper.make_node("Cast", [low], [out.name], to=onnx.TensorProto.FLOAT,
+                                                          name=f"{out.name}_to_float32"))
+        out.type.tensor_type.elem_type = onnx.TensorProto.FLOAT
+        stale = [v for v in model.graph.value_info if v.name == out.name]
+        for v in stale:
+            model.graph.value_info.remove(v)
 
 
 def _elem_types(model: onnx.ModelProto) -> dict[str, int]:

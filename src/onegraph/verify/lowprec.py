@@ -32,6 +32,9 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 from onnx.reference import ReferenceEvaluator
+from onnx.reference.op_run import OpRun
+
+from onegraph.errors import RuntimeFailure
 
 #: low-precision formats: name -> (numpy dtype, TensorProto type, largest finite value)
 FORMATS = {
@@ -56,14 +59,41 @@ class NodeMeasure:
 
 def reference_run(model: onnx.ModelProto, feeds: dict[str, np.ndarray], *, intermediate: bool = False
                   ) -> dict[str, np.ndarray]:
-    """Run ``model`` with onnx's ReferenceEvaluator: graph outputs (or every tensor) by name."""
-    ref = ReferenceEvaluator(model)
-    names = set(ref.input_names)
-    feeds = {k: v for k, v in feeds.items() if k in names}
-    with np.errstate(all="ignore"):
-        if intermediate:
-            return dict(ref.run(None, feeds, intermediate=True))
-        return dict(zip(ref.output_names, ref.run(None, feeds)))
+    """Run ``model`` with onnx's ReferenceEvaluator: graph outputs (or every tensor) by name.
+
+    Raises
+    ------
+    RuntimeFailure
+        when the evaluator cannot load or run the model, naming the node that failed (its outermost
+        node: a ``Loop`` or ``If`` for a failure inside a subgraph) and the evaluator's message.
+    """
+    try:
+        ref = ReferenceEvaluator(model)
+        names = set(ref.input_names)
+        feeds = {k: v for k, v in feeds.items() if k in names}
+        with np.errstate(all="ignore"):
+            if intermediate:
+                return dict(ref.run(None, feeds, intermediate=True))
+            return dict(zip(ref.output_names, ref.run(None, feeds)))
+    except Exception as exc:  # numpy / the evaluator's own errors: any of them means "cannot run"
+        node = failing_node(exc)
+        where = f" at node {node.name!r} ({node.op_type})" if node is not None else ""
+        message = " ".join(f"{type(exc).__name__}: {exc}".split())[:400]
+        raise RuntimeFailure(f"onnx's reference evaluator failed{where}: {message}",
+                             hint="the node may rely on behaviour its operator's spec does not define (onnxruntime may accept it); "
+                                  "compare with --against ort-basic to check onnxruntime alone") from None
+
+
+def failing_node(exc: BaseException) -> onnx.NodeProto | None:
+    """The outermost ONNX node being run by the reference evaluator when ``exc`` was raised (read from
+    the traceback: the first frame running an operator), None when the failure was outside any node."""
+    tb = exc.__traceback__
+    while tb is not None:
+        owner = tb.tb_frame.f_locals.get("self")
+        if isinstance(owner, OpRun):
+            return owner.onnx_node
+        tb = tb.tb_next
+    return None
 
 
 def cast_feeds(model: onnx.ModelProto, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -83,11 +113,11 @@ def _is_float(a: Any) -> bool:
 
 
 def _magnitude(a: np.ndarray) -> float:
-    if a.size == 0:
-        return 0.0
-    with np.errstate(invalid="ignore"):
-        m = np.nanmax(np.abs(a.astype(np.float64)))
-    return float(m)
+    """Largest finite magnitude of ``a`` (0 when none): inf and NaN are themselves in float16 and bfloat16,
+    so only finite values can fall outside a format's range."""
+    f = np.abs(np.asarray(a, dtype=np.float64))
+    f = f[np.isfinite(f)]
+    return float(f.max()) if f.size else 0.0
 
 
 def relative_error(low: np.ndarray, high: np.ndarray) -> float:

@@ -9,13 +9,15 @@ as ``Constant`` nodes, so the same adapters work in function bodies, which canno
 Adapters (operator: what it does):
 
 * operators whose version changes only admitted more types or reworded the documentation (Identity 13/14/16,
-  Conv 11, ...; :data:`TYPE_ONLY`): kept as they are when the node's attributes exist at ``dst`` and the
-  types of its inputs are admitted there (``Identity`` 16 -> 15, "No Adapter For Conv");
+  Conv 11, Cast 13/19/21, ...; :data:`TYPE_ONLY`): kept as they are when the node's attributes exist at
+  ``dst`` (or hold the value their absence means) and the types of its inputs and outputs (a Cast's ``to``)
+  are admitted there (``Identity`` 16 -> 15, "No Adapter For Conv");
 * ``Gather`` 11 -> 10: negative indices are valid from opset 11 only; constant indices are normalized
   against the known axis length, computed ones by ``Where(indices < 0, indices + dim, indices)``;
 * ``Resize`` 11+ -> ``Resize``-10 / ``Upsample``-9 / ``Upsample``-7: the old operators map coordinates
   ``asymmetric``-ally and round ``nearest`` down; the node converts when it computes the same (that
   mapping, or ``nearest`` with whole scale factors, where every mapping picks the same pixel), else refuses;
+* ``Shape`` 15 -> 14 and below: ``start`` / ``end`` become a ``Slice`` of the whole shape;
 * ``Reshape`` 14 -> 13 and below: ``allowzero=1`` dropped when the (constant) shape holds no 0;
 * ``Split`` 18 -> 13..17 and below: ``num_outputs`` becomes explicit sizes (the axis length must be known
   when it does not divide evenly);
@@ -60,8 +62,36 @@ TYPE_ONLY = {
     "Reshape": "Reshape-14 added the optional allowzero attribute",
     "Constant": "new versions only added value_* attributes",
     "ConstantOfShape": "new versions only admit more types (bfloat16, float8, int4)",
-    "Expand": "new versions only admit more types", "Squeeze": "Squeeze-21 and later only admit more types",
+    "Expand": "new versions only admit more types", "Gather": "Gather-13 only admits bfloat16", "Squeeze": "Squeeze-21 and later only admit more types",
     "Unsqueeze": "Unsqueeze-21 and later only admit more types",
+    "IsNaN": "IsNaN-13 and later only admit more types (bfloat16, float8)",
+    "IsInf": "IsInf-20 only admits float8 types",
+    "ArgMax": "ArgMax-12 added select_last_index (default 0), 13 bfloat16",
+    "ArgMin": "ArgMin-12 added select_last_index (default 0), 13 bfloat16",
+    "Mod": "Mod-13 only admits bfloat16", "NonZero": "NonZero-13 only admits bfloat16",
+    "GatherElements": "GatherElements-13 only admits bfloat16",
+    "ScatterND": "ScatterND-13 admits bfloat16, 16 and 18 add reduction (default none)",
+    "OneHot": "OneHot-11 and later only admit more types", "Compress": "Compress-11 and later only admit more types",
+    "TopK": "TopK-11 and later only admit more types", "Slice": "Slice-11 and later only admit more types",
+    "Clip": "Clip-12 and later only admit more types", "Pow": "Pow-12 and later only admit more types",
+    "GreaterOrEqual": "GreaterOrEqual-16 only admits bfloat16", "LessOrEqual": "LessOrEqual-16 only admits bfloat16",
+    "And": "new versions only admit more types", "Or": "new versions only admit more types",
+    "Xor": "new versions only admit more types", "Sin": "new versions only admit more types",
+    "Cos": "new versions only admit more types", "Erf": "new versions only admit more types",
+    "LSTM": "LSTM-14 added layout (default 0) and bfloat16",
+    "Cast": "new versions only admit more types (bfloat16, float8, int4, float4) and add saturate / round_mode "
+            "for float8 and float4 targets",
+}
+
+
+#: TYPE_ONLY operators whose meaning changed at an earlier version: converting down across it is refused
+#: (operator -> (version, what changed then)).
+SAME_MEANING_SINCE = {
+    "ArgMax": (11, "negative axes"), "ArgMin": (11, "negative axes"), "OneHot": (11, "negative axes and indices"),
+    "Compress": (11, "negative axes"), "TopK": (11, "negative axes, largest and sorted"),
+    "Slice": (11, "negative axes"), "Clip": (11, "min and max as inputs"), "Gather": (11, "negative indices"),
+    "ScatterND": (11, "the operator"), "GatherElements": (11, "the operator"),
+    "Squeeze": (13, "axes as an input"), "Unsqueeze": (13, "axes as an input"),
 }
 
 
@@ -122,11 +152,16 @@ def since(op_type: str, opset: int, domain: str = "") -> int | None:
 # -- adapters ---------------------------------------------------------------------------------------
 def relabel(node: ir.Node, ctx: Context) -> Rewrite:
     """Keep a node of a :data:`TYPE_ONLY` operator when it is valid as it is at ``dst``."""
-    if node.op_type not in TYPE_ONLY:
-        raise Refusal(f"no onegraph adapter for {node.op_type}")
     target = schema(node.op_type, ctx.dst)
     if target is None:
-        raise Refusal(f"{node.op_type} does not exist at opset {ctx.dst}")
+        first = schema(node.op_type, max(ctx.src, ctx.dst))
+        raise Refusal(f"{node.op_type} does not exist at opset {ctx.dst}" +
+                      (f" (only from opset {_first_version(node.op_type)})" if first is not None else ""))
+    if node.op_type not in TYPE_ONLY:
+        raise Refusal(f"no onegraph adapter for {node.op_type}")
+    version, change = SAME_MEANING_SINCE.get(node.op_type, (0, ""))
+    if ctx.dst < version <= ctx.src:  # upwards, the older meaning is a case of the newer one
+        raise Refusal(f"{node.op_type}-{version} changed {change}: it is not the same operator at opset {ctx.dst}")
     allowed_attrs = set(target.attributes)
     source = schema(node.op_type, ctx.src)
     for name in [a for a in node.attributes if a not in allowed_attrs]:
@@ -146,8 +181,18 @@ def relabel(node: ir.Node, ctx: Context) -> Rewrite:
         actual = _type_str(value.type)
         if allowed is not None and actual is not None and actual not in allowed:
             raise Refusal(f"input {value.name!r} is {actual}, which {node.op_type}-{target.since_version} does not admit")
+    for i, actual in enumerate(_output_types(node)):
+        formal = target.outputs[min(i, len(target.outputs) - 1)] if target.outputs else None
+        allowed = constraints.get(formal.type_str) if formal is not None else None
+        if allowed is not None and actual is not None and actual not in allowed:
+            raise Refusal(f"output {node.outputs[i].name!r} is {actual}, which {node.op_type}-{target.since_version} "
+                          "does not admit")
     node.domain = TARGET_DOMAIN
     return Rewrite([], list(node.outputs), f"kept as is: {TYPE_ONLY[node.op_type]}")
+
+
+def _first_version(op_type: str) -> int:
+    return min(v for v in range(1, onnx.defs.onnx_opset_version() + 1) if schema(op_type, v) is not None)
 
 
 def _is_default(attr: ir.Attr, source: onnx.defs.OpSchema | None) -> bool:
@@ -159,6 +204,14 @@ def _is_default(attr: ir.Attr, source: onnx.defs.OpSchema | None) -> bool:
         return False
     return onnx.helper.get_attribute_value(default) == onnx.helper.get_attribute_value(
         ir.serde.serialize_attribute(attr))
+
+
+def _output_types(node: ir.Node) -> list[str | None]:
+    """Schema spellings of ``node``'s output types: a ``Cast``'s from its ``to`` attribute (known even
+    where shape inference left the output untyped), others from the inferred types."""
+    if node.op_type == "Cast" and "to" in node.attributes:
+        return [f"tensor({ir.DataType(node.attributes['to'].as_int()).name.lower()})"]
+    return [_type_str(v.type) if v is not None and v.type is not None else None for v in node.outputs]
 
 
 def _variadic(formal) -> bool:
@@ -181,7 +234,9 @@ def _type_str(t: ir.TypeProtocol) -> str | None:
 
 
 def gather(node: ir.Node, ctx: Context) -> Rewrite:
-    """Gather 11+ -> 10 and below: negative indices made non-negative."""
+    """Gather 11+ -> 10 and below: negative indices made non-negative (11+ -> 11+ changed only types)."""
+    if ctx.dst >= 11:
+        return relabel(node, ctx)
     data, indices = node.inputs[0], node.inputs[1]
     axis = node.attributes.get_int("axis", 0)
     b = Builder(node.name)
@@ -352,6 +407,26 @@ def reshape(node: ir.Node, ctx: Context) -> Rewrite:
     return relabel(node, ctx)
 
 
+def shape(node: ir.Node, ctx: Context) -> Rewrite:
+    """Shape-15 (``start`` / ``end``) -> 14 and below: the whole shape, then ``Slice`` of it (Shape's
+    ``start`` and ``end`` count from the back when negative and are clamped to the rank, as Slice's are)."""
+    start = node.attributes.get_int("start", 0)
+    end = node.attributes.get("end")
+    if ctx.dst >= 15 or (start == 0 and end is None):
+        node.attributes.pop("start", None)
+        return relabel(node, ctx)
+    stop = end.as_int() if end is not None else np.iinfo(np.int64).max
+    b = Builder(node.name)
+    whole = b.op("Shape", node.inputs[0])
+    if ctx.dst >= 10:
+        out = b.op("Slice", whole, b.const(np.array([start], np.int64)), b.const(np.array([stop], np.int64)),
+                   b.const(np.array([0], np.int64)))
+    else:
+        out = b.op("Slice", whole, starts=[start], ends=[stop], axes=[0])
+    return Rewrite(b.nodes, [out], f"start={start}, end={end.as_int() if end is not None else None} "
+                                   "as Slice of the whole shape")
+
+
 def softmax(node: ir.Node, ctx: Context) -> Rewrite:
     """Softmax-13 family -> 12: the old versions coerce the input to 2-D at ``axis``."""
     axis = node.attributes.get_int("axis", -1)
@@ -378,6 +453,7 @@ ADAPTERS: dict[str, Callable[[ir.Node, Context], Rewrite]] = {
     "Resize": resize,
     "Split": split,
     "Reshape": reshape,
+    "Shape": shape,
     "LayerNormalization": layer_normalization,
     "Softmax": softmax,
     "LogSoftmax": softmax,

@@ -52,6 +52,8 @@ class ConversionReport:
     inputs: str = ""
     lost: list[str] = dataclasses.field(default_factory=list)
     notes: list[str] = dataclasses.field(default_factory=list)
+    #: what makes an accepted conversion doubtful (nothing converted, inf in the inputs...)
+    warnings: list[str] = dataclasses.field(default_factory=list)
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
@@ -82,7 +84,7 @@ class ConversionReport:
             "verification": None if self.agreement is None else {
                 "inputs": self.inputs, "rtol": self.agreement.rtol, "atol": self.agreement.atol,
                 "outputs": self.agreement.rows(), "missing": self.agreement.missing},
-            "lost": self.lost, "notes": self.notes, **self.extra,
+            "lost": self.lost, "notes": self.notes, "warnings": self.warnings, **self.extra,
         }
 
     def __str__(self) -> str:
@@ -107,6 +109,8 @@ class ConversionReport:
             lines.append(f"not carried over: {line}")
         for line in self.notes:
             lines.append(f"note: {line}")
-        verdict = "ok" if self.ok else ("REFUSED" if self.refused or self.agreement is None else "VALUES CHANGED")
+        for line in self.warnings:
+            lines.append(f"warning: {line}")
+        verdict = ("ok" + (f", with {len(self.warnings)} warning(s)" if self.warnings else "")) if self.ok else ("REFUSED" if self.refused or self.agreement is None else "VALUES CHANGED")
         lines.append(f"result: {verdict}")
         return "\n".join(lines)
