@@ -264,7 +264,6 @@ def _decoded(g: GraphBuilder, result: ModelOutputs, classes: list) -> ModelOutpu
 def _declare_outputs(g: GraphBuilder, outs: dict[str, ModelOutputs], answer: ModelOutputs | None,
                      adapters: dict[str, Adapter], taken: set[str]) -> list[dict]:
     from onegraph.export.build import _output_name
-    from onegraph.frame.transformers.categorical import CHECK_UNKNOWN
 
     entries: list[dict] = []
 
@@ -287,10 +286,7 @@ def _declare_outputs(g: GraphBuilder, outs: dict[str, ModelOutputs], answer: Mod
             declare(result, f"{model_name}.", model_name)
     if answer is not None:
         declare(answer, "", "ensemble" if len(outs) > 1 else next(iter(outs)))
-    for out in g.graph.outputs:
-        if out.name.startswith(CHECK_UNKNOWN):
-            entries.append({"name": out.name, "column": out.name[len(CHECK_UNKNOWN):], "role": "check",
-                            "check": "unknown_category"})
+    entries.extend(g.checks)  # every flag declared while emitting (preprocessing, spliced models), with details
     return [_jsonable(e) for e in entries]
 
 

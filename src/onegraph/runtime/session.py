@@ -19,6 +19,7 @@ import numpy as np
 import onnxruntime as ort
 import pandas as pd
 
+from onegraph.emit import check_entries
 from onegraph.errors import (
     ConfigError,
     DataError,
@@ -93,11 +94,15 @@ class Session:
         columns = {s.name for s in self.inputs}
         self._rank2 = [i.name for i in ort_inputs if len(i.shape) == 2 and i.name in columns]
         ort_outputs = [o.name for o in self._session.get_outputs()]
-        self.outputs = fields.get("outputs") or [{"name": n, "column": n, "role": "output"} for n in ort_outputs]
-        self._output_names = [o["name"] for o in self.outputs]
-        missing = set(self._output_names) - set(ort_outputs)
+        described = fields.get("outputs") or [{"name": n, "column": n, "role": "output"} for n in ort_outputs]
+        missing = {o["name"] for o in described} - set(ort_outputs)
         if missing:
             raise ModelFileError(f"the model's metadata names outputs it does not have: {sorted(missing)}")
+        # every check the graph computes is read, whether or not its metadata entry says so (see check_entries)
+        checks = check_entries(described, ort_outputs)
+        flagged = {c["name"] for c in checks}
+        self.outputs = [o for o in described if o["name"] not in flagged] + checks
+        self._output_names = [o["name"] for o in self.outputs]
         self._checks = [(i, o) for i, o in enumerate(self.outputs) if o.get("role") == "check"]
         self._scored = [(i, o) for i, o in enumerate(self.outputs) if o.get("role") != "check"]
         self._run = self._session._sess.run  # the binding, without the wrapper's per-call validation
