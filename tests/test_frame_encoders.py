@@ -14,7 +14,7 @@ from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.pipeline import make_pipeline
 
 import onegraph
-from onegraph.errors import MissingColumnError
+from onegraph.errors import ConfigError, MissingColumnError
 from onegraph.frame import (
     Bucketize,
     Expression,
@@ -100,6 +100,30 @@ def test_group_aggregates_equal_groupby(penguins):
     assert_same_values(two.transform(frame)["body_mass_g_mean_by_island_sex"], merged)
     with pytest.raises(MissingColumnError, match="merchant"):
         GroupAggregate("merchant", {"body_mass_g": "mean"}).fit(frame)
+
+
+def test_group_aggregate_first_last_equal_groupby(penguins):
+    frame = penguins[["island", "sex", "body_mass_g"]]
+    agg = GroupAggregate(["island", "sex"], {"body_mass_g": ["first", "last"]}).fit(frame)
+    graph_matches_transform(agg, frame, UNSEEN[frame.columns])
+    for func in ("first", "last"):
+        table = frame.groupby(["island", "sex"], dropna=False)["body_mass_g"].agg(func).rename("v")
+        expected = frame.merge(table, left_on=["island", "sex"], right_index=True, how="left")["v"]
+        assert_same_values(agg.transform(frame)[f"body_mass_g_{func}_by_island_sex"], expected)
+    present = frame["body_mass_g"].dropna()  # a group never seen gets the aggregate of all the rows
+    unseen = agg.transform(UNSEEN[frame.columns].iloc[[1]])
+    assert unseen.iloc[0].tolist() == [present.iloc[0], present.iloc[-1]]
+
+
+@pytest.mark.parametrize("params, named", [(dict(by="island", agg="mean"), "agg="),
+                                           (dict(by="island", agg={"body_mass_g": "average"}), "agg['body_mass_g']"),
+                                           (dict(by="island", agg={"body_mass_g": [np.mean]}), "agg['body_mass_g']"),
+                                           (dict(by=3, agg={"body_mass_g": "mean"}), "by="),
+                                           (dict(by="island", agg={"body_mass_g": "mean"}, default="zero"), "default=")])
+def test_group_aggregate_parameters_are_validated(penguins, params, named):
+    with pytest.raises(ConfigError) as info:
+        GroupAggregate(**params).fit(penguins[["island", "body_mass_g"]])
+    assert named in str(info.value)
 
 
 def test_group_aggregate_on_integer_keys_in_a_model(penguins):
