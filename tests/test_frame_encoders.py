@@ -203,6 +203,40 @@ def test_expressions_equal_pandas(penguins):
     assert_same_values(out["constant"], np.full(len(p), 3.0))
 
 
+def _kleene(values: pd.Series) -> np.ndarray:
+    """A pandas nullable boolean result as onegraph writes it: 1.0 / 0.0, NaN for NA."""
+    return values.astype("Float64").to_numpy(np.float64, na_value=np.nan)
+
+
+@pytest.mark.parametrize("plain", [False, True])
+def test_bool_columns_are_true_false_values_with_kleene_logic(penguins, plain):
+    male = penguins["sex"].map({"male": True, "female": False}).astype("boolean")  # NA where sex is missing
+    frame = pd.DataFrame({"b": male.fillna(False).astype(bool) if plain else male,
+                          "recent": (penguins["year"] >= 2008).to_numpy(), "mass": penguins["body_mass_g"]})
+    expr = Expression({"not": "~b", "not2": "not b", "and": "b & (mass > 4000)", "or": "b | recent",
+                       "both": "~b & recent | (mass < 3500)", "pick": "where(b, mass, 0)", "sum": "b + recent"})
+    expr.fit(frame)
+    graph_matches_transform(expr, frame)
+    out = expr.transform(frame)
+    b = frame["b"].astype("boolean")
+    heavy = frame["mass"] > 4000
+    assert_same_values(out["not"], _kleene(~b))
+    assert_same_values(out["not2"], _kleene(~b))
+    assert_same_values(out["and"], _kleene(b & heavy))
+    assert_same_values(out["or"], _kleene(b | frame["recent"]))
+    assert_same_values(out["both"], _kleene(~b & frame["recent"] | (frame["mass"] < 3500)))
+    assert_same_values(out["pick"], frame["mass"].where(b.fillna(False), 0.0).where(b.notna()).to_numpy())
+    assert_same_values(out["sum"], b.astype("Float64").to_numpy(np.float64, na_value=np.nan) + frame["recent"])
+
+
+@pytest.mark.parametrize("text, column", [("~mass", "mass"), ("b & mass", "mass"), ("not island", "island"),
+                                          ("island == 3", "island")])
+def test_expression_errors_name_the_column(penguins, text, column):
+    frame = pd.DataFrame({"b": penguins["year"] > 2008, "mass": penguins["body_mass_g"], "island": penguins["island"]})
+    with pytest.raises(ExpressionError, match=f"column '{column}'"):
+        Expression(text).fit(frame)
+
+
 def test_expression_with_quoted_names_in_a_model(cars):
     frame = cars[["Miles_per_Gallon", "Cylinders", "Horsepower"]].rename(columns={"Miles_per_Gallon": "miles per gallon"})
     pipe = make_pipeline(
