@@ -14,7 +14,7 @@ from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.pipeline import make_pipeline
 
 import onegraph
-from onegraph.errors import ConfigError, MissingColumnError
+from onegraph.errors import ColumnTypeError, ConfigError, MissingColumnError
 from onegraph.frame import (
     Bucketize,
     Expression,
@@ -151,6 +151,23 @@ def test_bucketize_equals_kbins_discretizer(cars, params):
             sk = sklearn.preprocessing.KBinsDiscretizer(encode="ordinal", **params).fit(present)
             np.testing.assert_array_equal(buckets.transform(frame).loc[present.index, c], sk.transform(present)[:, 0])
     assert buckets.transform(frame)["Horsepower"].isna().sum() == frame["Horsepower"].isna().sum()
+
+
+def test_bucketize_infinite_values(cars):
+    frame = cars[["Horsepower", "Weight_in_lbs"]].copy()
+    buckets = Bucketize(n_bins=4).fit(frame)
+    rows = frame.iloc[:4].copy()
+    rows["Horsepower"] = [np.inf, -np.inf, np.nan, 100.0]  # at scoring time: the outer bins (np.digitize)
+    graph_matches_transform(buckets, frame, rows)
+    x = rows["Horsepower"].to_numpy()
+    expected = np.where(np.isnan(x), np.nan, np.digitize(x, buckets.bin_edges_[0][1:-1]))
+    assert_same_values(buckets.transform(rows)["Horsepower"], expected)
+    bad = cars[["Weight_in_lbs", "Horsepower"]].copy()
+    bad.loc[bad.index[3], "Horsepower"] = np.inf  # in fit: refused, naming the column
+    with pytest.raises(ColumnTypeError, match="'Horsepower'.*infinite"):
+        Bucketize(n_bins=4).fit(bad)
+    with pytest.raises(ConfigError, match="'Horsepower'.*strategy"):
+        Bucketize(n_bins=4, strategy="median").fit(cars[["Horsepower"]])
 
 
 @pytest.mark.parametrize("encode", ["ordinal", "onehot", "onehot-dense"])
