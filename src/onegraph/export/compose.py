@@ -32,7 +32,7 @@ import pandas as pd
 from onegraph.emit import DOUBLE, INT64, Col, GraphBuilder
 from onegraph.errors import ExportError, ParityError
 from onegraph.export.adapters.contract import Adapter, adapt
-from onegraph.export.adapters.models import ModelOutputs
+from onegraph.export.adapters.models import ModelOutputs, unscored_labels_missing
 from onegraph.export.ensemble import Ensemble
 from onegraph.export.postprocess import PostStep
 from onegraph.frame.data import as_pandas
@@ -268,7 +268,7 @@ def _declare_outputs(g: GraphBuilder, outs: dict[str, ModelOutputs], answer: Mod
     entries: list[dict] = []
 
     def declare(result: ModelOutputs, prefix: str, model: str) -> None:
-        for role, value in result.values.items():
+        for role, value in unscored_labels_missing(g, result.values).items():
             name = _output_name(prefix + role, taken)
             entry = {"name": name, "column": prefix + role, "role": role, "model": model}
             shape = ["N"]

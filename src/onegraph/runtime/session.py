@@ -240,6 +240,8 @@ class Session:
                 value = value[:, 0]
             if out.get("role") == "feature":
                 value = _column(value, out.get("kind"), out.get("tz"))
+            elif out.get("role") in ("label", "top_labels"):
+                value = _missing_labels(value)
             arrays.append(value)
         key = tuple(a.shape[1] if a.ndim == 2 else 0 for a in arrays)
         template = self._templates.get(key)
@@ -277,6 +279,16 @@ def _column(value: np.ndarray, kind: str | None, tz: str | None = None) -> Any:
         arr = pd.array(value, dtype="Int64")
         arr[value == NA_INT64] = pd.NA
         return arr
+    return value
+
+
+def _missing_labels(value: np.ndarray) -> Any:
+    """Labels of rows a model could not score (see ``unscored_labels_missing``) written the pandas way:
+    None for text, ``pd.NA`` for integers (1-D; NaN in a float column for 2-D top labels)."""
+    if value.dtype == object or value.ndim == 1:
+        return _column(value, "int" if value.dtype == np.int64 else None)
+    if value.dtype == np.int64 and (value == NA_INT64).any():
+        return np.where(value == NA_INT64, np.nan, value)
     return value
 
 
