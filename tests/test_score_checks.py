@@ -102,3 +102,34 @@ def test_every_check_is_honoured(case, how, tmp_path):
     with pytest.raises(error) as info:
         onegraph.score(proto, refused)
     assert column in str(info.value) and "row 1" in str(info.value)
+
+
+def test_sequence_model_honours_checks():
+    torch = pytest.importorskip("torch")
+    from onegraph.export import TorchModule
+    from onegraph.meta import SequenceSpec
+    from onegraph.runtime.windows import window_index
+
+    frame, _ = _weather()
+    frame = frame.iloc[:120].assign(station=np.where(np.arange(120) % 2, "north", "south"))
+    pre = DateParts(["month", "dayofweek"], tz="Europe/Paris").fit(frame[["ts"]])
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(3 * 2, 2), torch.nn.Softmax(dim=1))
+    seq = SequenceSpec(group="station", order="ts", window=3, padding="pre")
+    from sklearn.compose import ColumnTransformer
+
+    ct = ColumnTransformer([("d", pre, ["ts"])]).fit(frame)
+    proto = onegraph.compose(ct, {"net": TorchModule(net, classes=["a", "b"], width=2, steps=3, output="probabilities")},
+                             frame, sequence=seq)
+    got = onegraph.score(proto, frame)
+    perm, index = window_index(frame["station"].to_numpy(), frame["ts"], 3)  # the windows, by hand, in torch
+    rows = np.asarray(ct.transform(frame), np.float64)[perm]
+    windows = np.vstack([rows, np.zeros((1, 2))])[index]
+    with torch.no_grad():
+        expected = np.empty((len(frame), 2))
+        expected[perm] = net(torch.from_numpy(windows.astype(np.float32))).numpy()
+    np.testing.assert_allclose(got[["probabilities_a", "probabilities_b"]].to_numpy(), expected, atol=1e-6)
+    refused = frame.copy()
+    refused.loc[refused.index[5], "ts"] = pd.Timestamp("1800-07-01", tz="Europe/Paris")
+    with pytest.raises(OutOfRangeError, match="'ts'"):
+        onegraph.score(proto, refused)
