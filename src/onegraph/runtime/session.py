@@ -234,13 +234,16 @@ class Session:
         """
         results = self._results(data)
         arrays = []
+        # labels can be missing only where probabilities are NaN: one vectorized test spares scanning text labels
+        unscored = any(out.get("role") in ("probabilities", "top_probabilities") and np.isnan(results[i]).any()
+                       for i, out in self._scored)
         for i, out in self._scored:
             value = results[i]
             if value.ndim == 2 and value.shape[1] == 1 and out.get("role") != "probabilities":
                 value = value[:, 0]
             if out.get("role") == "feature":
                 value = _column(value, out.get("kind"), out.get("tz"))
-            elif out.get("role") in ("label", "top_labels"):
+            elif unscored and out.get("role") in ("label", "top_labels"):
                 value = _missing_labels(value)
             arrays.append(value)
         key = tuple(a.shape[1] if a.ndim == 2 else 0 for a in arrays)
