@@ -69,7 +69,7 @@ def unscored_labels_missing(g: GraphBuilder, values: dict[str, ir.Value]) -> dic
     out = dict(values)
     for role in ("label", "top_labels"):
         label = values.get(role)
-        if label is None or label.dtype not in missing:
+        if label is None or label.dtype not in missing or _guarded(label, probabilities):
             continue
         rows = unscored
         if role == "top_labels":
@@ -78,6 +78,15 @@ def unscored_labels_missing(g: GraphBuilder, values: dict[str, ir.Value]) -> dic
         out[role] = g.op("Where", rows, g.const(missing[label.dtype], "missing_label"), label, dtype=label.dtype)
         out[role].shape = shape
     return out
+
+
+def _guarded(label: ir.Value, probabilities: ir.Value) -> bool:
+    """Whether ``label`` is already ``Where(IsNaN(ReduceSum(probabilities)), missing, ...)`` (a model built
+    by onegraph, spliced into a merge): the guard is not added twice."""
+    node = label.producer()
+    cond = node.inputs[0].producer() if node is not None and node.op_type == "Where" else None
+    total = cond.inputs[0].producer() if cond is not None and cond.op_type == "IsNaN" else None
+    return total is not None and total.op_type == "ReduceSum" and total.inputs[0] is probabilities
 
 
 def _plain(value: Any) -> Any:
