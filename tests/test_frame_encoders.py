@@ -14,7 +14,7 @@ from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.pipeline import make_pipeline
 
 import onegraph
-from onegraph.errors import MissingColumnError
+from onegraph.errors import ColumnTypeError, ConfigError, MissingColumnError
 from onegraph.frame import (
     Bucketize,
     Expression,
@@ -102,6 +102,30 @@ def test_group_aggregates_equal_groupby(penguins):
         GroupAggregate("merchant", {"body_mass_g": "mean"}).fit(frame)
 
 
+def test_group_aggregate_first_last_equal_groupby(penguins):
+    frame = penguins[["island", "sex", "body_mass_g"]]
+    agg = GroupAggregate(["island", "sex"], {"body_mass_g": ["first", "last"]}).fit(frame)
+    graph_matches_transform(agg, frame, UNSEEN[frame.columns])
+    for func in ("first", "last"):
+        table = frame.groupby(["island", "sex"], dropna=False)["body_mass_g"].agg(func).rename("v")
+        expected = frame.merge(table, left_on=["island", "sex"], right_index=True, how="left")["v"]
+        assert_same_values(agg.transform(frame)[f"body_mass_g_{func}_by_island_sex"], expected)
+    present = frame["body_mass_g"].dropna()  # a group never seen gets the aggregate of all the rows
+    unseen = agg.transform(UNSEEN[frame.columns].iloc[[1]])
+    assert unseen.iloc[0].tolist() == [present.iloc[0], present.iloc[-1]]
+
+
+@pytest.mark.parametrize("params, named", [(dict(by="island", agg="mean"), "agg="),
+                                           (dict(by="island", agg={"body_mass_g": "average"}), "agg['body_mass_g']"),
+                                           (dict(by="island", agg={"body_mass_g": [np.mean]}), "agg['body_mass_g']"),
+                                           (dict(by=3, agg={"body_mass_g": "mean"}), "by="),
+                                           (dict(by="island", agg={"body_mass_g": "mean"}, default="zero"), "default=")])
+def test_group_aggregate_parameters_are_validated(penguins, params, named):
+    with pytest.raises(ConfigError) as info:
+        GroupAggregate(**params).fit(penguins[["island", "body_mass_g"]])
+    assert named in str(info.value)
+
+
 def test_group_aggregate_on_integer_keys_in_a_model(penguins):
     frame = penguins[["year", "island", "body_mass_g", "flipper_length_mm"]]
     pipe = make_pipeline(
@@ -127,6 +151,23 @@ def test_bucketize_equals_kbins_discretizer(cars, params):
             sk = sklearn.preprocessing.KBinsDiscretizer(encode="ordinal", **params).fit(present)
             np.testing.assert_array_equal(buckets.transform(frame).loc[present.index, c], sk.transform(present)[:, 0])
     assert buckets.transform(frame)["Horsepower"].isna().sum() == frame["Horsepower"].isna().sum()
+
+
+def test_bucketize_infinite_values(cars):
+    frame = cars[["Horsepower", "Weight_in_lbs"]].copy()
+    buckets = Bucketize(n_bins=4).fit(frame)
+    rows = frame.iloc[:4].copy()
+    rows["Horsepower"] = [np.inf, -np.inf, np.nan, 100.0]  # at scoring time: the outer bins (np.digitize)
+    graph_matches_transform(buckets, frame, rows)
+    x = rows["Horsepower"].to_numpy()
+    expected = np.where(np.isnan(x), np.nan, np.digitize(x, buckets.bin_edges_[0][1:-1]))
+    assert_same_values(buckets.transform(rows)["Horsepower"], expected)
+    bad = cars[["Weight_in_lbs", "Horsepower"]].copy()
+    bad.loc[bad.index[3], "Horsepower"] = np.inf  # in fit: refused, naming the column
+    with pytest.raises(ColumnTypeError, match="'Horsepower'.*infinite"):
+        Bucketize(n_bins=4).fit(bad)
+    with pytest.raises(ConfigError, match="'Horsepower'.*strategy"):
+        Bucketize(n_bins=4, strategy="median").fit(cars[["Horsepower"]])
 
 
 @pytest.mark.parametrize("encode", ["ordinal", "onehot", "onehot-dense"])
@@ -177,6 +218,40 @@ def test_expressions_equal_pandas(penguins):
     assert_same_values(out["smaller"], np.minimum(p["bill_length_mm"], p["bill_depth_mm"] * 2.5))
     assert_same_values(out["chain"], (p["bill_length_mm"] > 35) & (p["bill_length_mm"] <= 45))
     assert_same_values(out["constant"], np.full(len(p), 3.0))
+
+
+def _kleene(values: pd.Series) -> np.ndarray:
+    """A pandas nullable boolean result as onegraph writes it: 1.0 / 0.0, NaN for NA."""
+    return values.astype("Float64").to_numpy(np.float64, na_value=np.nan)
+
+
+@pytest.mark.parametrize("plain", [False, True])
+def test_bool_columns_are_true_false_values_with_kleene_logic(penguins, plain):
+    male = penguins["sex"].map({"male": True, "female": False}).astype("boolean")  # NA where sex is missing
+    frame = pd.DataFrame({"b": male.fillna(False).astype(bool) if plain else male,
+                          "recent": (penguins["year"] >= 2008).to_numpy(), "mass": penguins["body_mass_g"]})
+    expr = Expression({"not": "~b", "not2": "not b", "and": "b & (mass > 4000)", "or": "b | recent",
+                       "both": "~b & recent | (mass < 3500)", "pick": "where(b, mass, 0)", "sum": "b + recent"})
+    expr.fit(frame)
+    graph_matches_transform(expr, frame)
+    out = expr.transform(frame)
+    b = frame["b"].astype("boolean")
+    heavy = frame["mass"] > 4000
+    assert_same_values(out["not"], _kleene(~b))
+    assert_same_values(out["not2"], _kleene(~b))
+    assert_same_values(out["and"], _kleene(b & heavy))
+    assert_same_values(out["or"], _kleene(b | frame["recent"]))
+    assert_same_values(out["both"], _kleene(~b & frame["recent"] | (frame["mass"] < 3500)))
+    assert_same_values(out["pick"], frame["mass"].where(b.fillna(False), 0.0).where(b.notna()).to_numpy())
+    assert_same_values(out["sum"], b.astype("Float64").to_numpy(np.float64, na_value=np.nan) + frame["recent"])
+
+
+@pytest.mark.parametrize("text, column", [("~mass", "mass"), ("b & mass", "mass"), ("not island", "island"),
+                                          ("island == 3", "island")])
+def test_expression_errors_name_the_column(penguins, text, column):
+    frame = pd.DataFrame({"b": penguins["year"] > 2008, "mass": penguins["body_mass_g"], "island": penguins["island"]})
+    with pytest.raises(ExpressionError, match=f"column '{column}'"):
+        Expression(text).fit(frame)
 
 
 def test_expression_with_quoted_names_in_a_model(cars):

@@ -112,8 +112,27 @@ def test_regex_flags_equal_python_re(airports, pattern, how, case):
     graph_matches_transform(rx, frame)
     flags = 0 if case else re.IGNORECASE
     run = {"fullmatch": re.fullmatch, "match": re.match, "contains": re.search}[how]
-    expected = [isinstance(v, str) and run(pattern, v, flags) is not None for v in airports["name"]]
+    expected = [float(run(pattern, v, flags) is not None) if isinstance(v, str) else np.nan for v in airports["name"]]
     assert_same_values(rx.transform(frame)[f"name_{how}"], expected)
+
+
+@pytest.mark.parametrize("na", [None, True, False])
+@pytest.mark.parametrize("how", ["contains", "match", "fullmatch"])
+def test_regex_missing_text_follows_pandas_na(penguins, na, how):
+    frame = penguins[["sex"]]
+    assert frame["sex"].isna().any()
+    rx = RegexMatch("male", how=how, na=na).fit(frame)
+    graph_matches_transform(rx, frame)
+    # pandas' nullable "string" dtype (and object) give NA for missing text; its NaN-backed "str" dtype gives False
+    method = getattr(frame["sex"].astype("string").str, how)
+    pandas = method("male") if na is None else method("male", na=na)
+    got = rx.transform(frame)[f"sex_{how}"]
+    if na is None:  # pandas gives NA for missing text; onegraph NaN in a float column (its nullable boolean)
+        assert got.dtype == np.float64
+        assert_same_values(got, pandas.astype("Float64").to_numpy(np.float64, na_value=np.nan))
+    else:
+        assert got.dtype == bool
+        assert_same_values(got, pandas.astype(bool))
 
 
 @pytest.mark.parametrize("pattern", [r"\d+", r"\bx", "a$", "(?=a)b", r"(a)\1"])

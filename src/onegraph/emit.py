@@ -57,6 +57,36 @@ SCOPES_KEY = "onegraph.scopes"
 CHECK_PREFIXES = {"unknown_category": "onegraph.check:unknown:", "out_of_range": "onegraph.check:out_of_range:"}
 
 
+def check_entry(name: str) -> dict | None:
+    """The metadata entry of a check output told by its name alone (None for any other output).
+
+    Used where the metadata entry is missing or lost its role (a model written by an older compose, or by a
+    tool that kept the graph but not onegraph's metadata): the name carries the kind and the column.
+    """
+    for kind, prefix in CHECK_PREFIXES.items():
+        if name.startswith(prefix):
+            column = name[len(prefix):]
+            base, sep, n = column.rpartition("#")  # GraphBuilder.flag numbers repeated names "<column>#2"
+            return {"name": name, "column": base if sep and n.isdigit() else column, "role": "check",
+                    "check": kind}
+    return None
+
+
+def check_entries(described: Sequence[dict], names: Sequence[str]) -> list[dict]:
+    """Every check output among the graph outputs ``names``: the entries of the metadata ``described`` whose
+    role is ``check``, then any output whose name has a check prefix (:func:`check_entry`) whatever its
+    entry says, so that no check a model computes goes unread."""
+    by_name = {d.get("name"): d for d in described}
+    out = []
+    for name in names:
+        entry = by_name.get(name)
+        if entry is not None and entry.get("role") == "check":
+            out.append(dict(entry))
+        elif (guessed := check_entry(name)) is not None:
+            out.append({**{k: v for k, v in (entry or {}).items() if k in ("covers", "hint")}, **guessed})
+    return out
+
+
 @dataclasses.dataclass(frozen=True)
 class Col:
     """One column flowing through the graph.
@@ -271,6 +301,12 @@ class GraphBuilder:
             name = f"{base}#{n}"
         self.output(value, name, BOOL)
         self.checks.append({"name": name, "column": column, "role": "check", "check": kind, **detail})
+
+    def reflag(self, value: ir.Value, entry: dict) -> None:
+        """Declare ``value`` as a check again from the metadata ``entry`` of the model it was spliced from
+        (see :func:`check_entries`): its kind, column and details are kept."""
+        detail = {k: v for k, v in entry.items() if k not in ("name", "column", "role", "check", "model")}
+        self.flag(value, entry["check"], entry["column"], **detail)
 
     # -- columns ------------------------------------------------------------------------------
     def vector(self, col: Col) -> ir.Value:

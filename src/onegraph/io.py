@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -167,11 +167,15 @@ def _label(model: Any) -> str:
 
 
 # -- tables ---------------------------------------------------------------------------------------
-def read_table(path: str | os.PathLike, *, dtypes: dict[str, str] | None = None) -> pd.DataFrame:
+def read_table(path: str | os.PathLike, *, dtypes: dict[str, str] | None = None,
+               specs: Sequence[Any] | None = None) -> pd.DataFrame:
     """Read a CSV or Parquet file into a DataFrame.
 
-    ``dtypes`` (column -> kind from the model's input schema) makes CSV columns read as the model takes
-    them: text columns stay text even when every value looks like a number, datetime columns are parsed.
+    ``specs`` (the model's input schema, :class:`~onegraph.frame.schema.ColumnSpec` list) or ``dtypes``
+    (column -> kind) makes CSV columns read as the model takes them: text columns stay text even when every
+    value looks like a number, datetime columns are parsed
+    (:func:`~onegraph.frame.schema.parse_datetime_text`: a tz-aware column in its stored zone, whatever
+    offsets the text has).
 
     Raises
     ------
@@ -191,7 +195,9 @@ def read_table(path: str | os.PathLike, *, dtypes: dict[str, str] | None = None)
             return pd.read_parquet(p)
         if suffix in (".csv", ".txt", ".tsv"):
             sep = "\t" if suffix == ".tsv" else (None if compressed else _sniff_delimiter(p))
-            return _read_csv(p, dtypes or {}, sep=sep or ",")
+            kinds = {s.name: s.kind for s in specs} if specs is not None else dict(dtypes or {})
+            zones = {s.name: s.tz for s in specs or () if s.tz}
+            return _read_csv(p, kinds, zones, sep=sep or ",")
     except OnegraphError:
         raise
     except Exception as exc:  # pandas / pyarrow raise many types for malformed files
@@ -215,13 +221,15 @@ def _sniff_delimiter(p: Path) -> str | None:
         return None
 
 
-def _read_csv(p: Path, kinds: dict[str, str], sep: str) -> pd.DataFrame:
+def _read_csv(p: Path, kinds: dict[str, str], zones: dict[str, str], sep: str) -> pd.DataFrame:
+    from onegraph.frame.schema import parse_datetime_text
+
     header = pd.read_csv(p, nrows=0, sep=sep).columns
     dtype = {c: "str" for c in header if kinds.get(str(c)) == "string"}
     parse = [c for c in header if kinds.get(str(c)) == "datetime"]
     frame = pd.read_csv(p, sep=sep, dtype=dtype or None)
     for c in parse:
-        frame[c] = pd.to_datetime(frame[c], format="ISO8601", errors="raise")
+        frame[c] = parse_datetime_text(str(c), frame[c], zones.get(str(c)))
     if frame.shape[1] == 0:
         raise DataError(f"data file {p} has no columns")
     return frame

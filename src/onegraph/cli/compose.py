@@ -143,8 +143,8 @@ def compose(
         ens = Ensemble(ensemble, weights=checked)
     sample = None
     if check is not None:
-        kinds = {s.name: s.kind for p in plan(models, name) for s in p.specs}
-        sample = read_table(check, dtypes=kinds)
+        specs = {s.name: s for p in plan(models, name) for s in p.specs}
+        sample = read_table(check, specs=list(specs.values()))
     merged = compose_models(models, names=name, ensemble=ens, sample=sample, path=output)
     inputs = ", ".join(i.name for i in merged.graph.input)
     outputs = ", ".join(o.name for o in merged.graph.output)

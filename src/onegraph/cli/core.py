@@ -177,7 +177,7 @@ def score(
 
     check_output_path(output)
     session = cached_session(model, trusted=trusted)
-    frame = read_table(data, dtypes={s.name: s.kind for s in session.inputs})
+    frame = read_table(data, specs=session.inputs)
     start = time.perf_counter()
     scores = session.score(frame)
     elapsed = time.perf_counter() - start

@@ -162,7 +162,7 @@ def _column_key(frame: pd.DataFrame, name: str) -> Any:
 
 
 def _emit(preprocessing: Any, model: Any, specs: list[ColumnSpec], name: str):
-    from onegraph.export.adapters.models import emit_model
+    from onegraph.export.adapters.models import emit_model, unscored_labels_missing
     from onegraph.export.adapters.sklearn import emit_step, step_name
 
     g = GraphBuilder(name)
@@ -179,7 +179,7 @@ def _emit(preprocessing: Any, model: Any, specs: list[ColumnSpec], name: str):
         x = g.matrix(cols, DOUBLE)
         with g.scope(step_name(model), model):
             result = emit_model(model, g, x)
-        for role, value in result.values.items():
+        for role, value in unscored_labels_missing(g, result.values).items():
             entry = {"name": _output_name(role, input_names), "column": role, "role": role}
             shape = ["N"]
             if role == "probabilities":

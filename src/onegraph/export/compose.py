@@ -32,7 +32,7 @@ import pandas as pd
 from onegraph.emit import DOUBLE, INT64, Col, GraphBuilder
 from onegraph.errors import ExportError, ParityError
 from onegraph.export.adapters.contract import Adapter, adapt
-from onegraph.export.adapters.models import ModelOutputs
+from onegraph.export.adapters.models import ModelOutputs, unscored_labels_missing
 from onegraph.export.ensemble import Ensemble
 from onegraph.export.postprocess import PostStep
 from onegraph.frame.data import as_pandas
@@ -264,12 +264,11 @@ def _decoded(g: GraphBuilder, result: ModelOutputs, classes: list) -> ModelOutpu
 def _declare_outputs(g: GraphBuilder, outs: dict[str, ModelOutputs], answer: ModelOutputs | None,
                      adapters: dict[str, Adapter], taken: set[str]) -> list[dict]:
     from onegraph.export.build import _output_name
-    from onegraph.frame.transformers.categorical import CHECK_UNKNOWN
 
     entries: list[dict] = []
 
     def declare(result: ModelOutputs, prefix: str, model: str) -> None:
-        for role, value in result.values.items():
+        for role, value in unscored_labels_missing(g, result.values).items():
             name = _output_name(prefix + role, taken)
             entry = {"name": name, "column": prefix + role, "role": role, "model": model}
             shape = ["N"]
@@ -287,10 +286,7 @@ def _declare_outputs(g: GraphBuilder, outs: dict[str, ModelOutputs], answer: Mod
             declare(result, f"{model_name}.", model_name)
     if answer is not None:
         declare(answer, "", "ensemble" if len(outs) > 1 else next(iter(outs)))
-    for out in g.graph.outputs:
-        if out.name.startswith(CHECK_UNKNOWN):
-            entries.append({"name": out.name, "column": out.name[len(CHECK_UNKNOWN):], "role": "check",
-                            "check": "unknown_category"})
+    entries.extend(g.checks)  # every flag declared while emitting (preprocessing, spliced models), with details
     return [_jsonable(e) for e in entries]
 
 

@@ -28,7 +28,7 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
-from onegraph.emit import DOUBLE, FLOAT, Col, GraphBuilder
+from onegraph.emit import DOUBLE, FLOAT, Col, GraphBuilder, check_entries
 from onegraph.errors import ExportError, ParityError
 from onegraph.export.adapters.models import ModelOutputs
 from onegraph.export.ensemble import Ensemble
@@ -225,6 +225,8 @@ def compose_models(models: Sequence[Any], *, names: Sequence[str] | None = None,
             feeds = {s.name: values[s.name] for s in p.specs}
         with g.scope(p.name):
             raw[p.name] = splice(g, p.proto, feeds, prefix=f"{p.name}/", what=f"model {p.name!r}")
+        for entry in check_entries(p.outputs, list(raw[p.name])):  # internal parts' checks refuse rows too
+            g.reflag(raw[p.name][entry["name"]], entry)
     exposed = [p for p in parts if not p.internal]
     outs = {p.name: _model_outputs(g, p, raw[p.name]) for p in exposed}
     if ensemble is not None:
@@ -267,9 +269,9 @@ def parts_by_name(parts: list[Part]) -> dict[str, Part]:
 def _model_outputs(g: GraphBuilder, part: Part, raw: dict[str, ir.Value]) -> ModelOutputs:
     """A part's outputs by role (roles it does not name are kept under their own output name)."""
     values = {}
+    checks = {e["name"] for e in check_entries(part.outputs, list(raw))}
     for o in part.outputs:
-        if o.get("role") == "check":
-            g.output(raw[o["name"]], o["name"], raw[o["name"]].dtype)  # a refused category still refuses
+        if o["name"] in checks:  # declared as checks of the result when spliced
             continue
         role = o["role"] if o.get("role") in _ROLE_BY_NAME else o["name"]
         v = raw[o["name"]]

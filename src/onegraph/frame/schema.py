@@ -566,13 +566,35 @@ def _datetime_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
 
 
 def _parse_datetimes(spec: ColumnSpec, values: Any) -> Any:
+    return parse_datetime_text(spec.name, values, spec.tz).array
+
+
+def parse_datetime_text(column: str, values: Any, tz: str | None) -> pd.Series:
+    """ISO-8601 text (``pd.to_datetime(format="ISO8601")``) as datetimes for a model's datetime column.
+
+    With ``tz`` (the zone stored for a tz-aware column) every value is read as a UTC instant (text without
+    an offset is UTC) and converted to ``tz``, so a column whose offsets differ (a zone across a DST change,
+    as ``to_csv`` writes it) reads as one zone. Without, the text is read as pandas reads it, and text whose
+    offsets differ as UTC instants (pandas refuses it unless ``utc=True``; the model takes instants anyway).
+
+    Raises
+    ------
+    ColumnTypeError
+        naming ``column`` for text that is not a date.
+    """
+    series = pd.Series(values, copy=False)
     try:
-        parsed = pd.to_datetime(pd.Series(values, copy=False), format="ISO8601", utc=spec.tz is not None)
+        if tz is None:
+            try:
+                return pd.to_datetime(series, format="ISO8601")
+            except ValueError as exc:
+                if "utc=True" not in str(exc):  # pandas' "Mixed timezones detected. Pass utc=True ..."
+                    raise
+        parsed = pd.to_datetime(series, format="ISO8601", utc=True)
+        return parsed.dt.tz_convert(tz) if tz else parsed
     except (ValueError, TypeError) as exc:
-        raise ColumnTypeError(spec.name, f"cannot parse dates: {exc}", hint=_hint(spec)) from None
-    if spec.tz:
-        parsed = parsed.dt.tz_convert(spec.tz)
-    return parsed.array
+        raise ColumnTypeError(column, f"cannot parse dates: {exc}",
+                              hint="give ISO-8601 text, e.g. 2024-03-31 02:30:00+02:00") from None
 
 
 def _localize(spec: ColumnSpec, values: Any) -> Any:

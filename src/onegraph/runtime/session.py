@@ -19,6 +19,7 @@ import numpy as np
 import onnxruntime as ort
 import pandas as pd
 
+from onegraph.emit import check_entries
 from onegraph.errors import (
     ConfigError,
     DataError,
@@ -93,11 +94,15 @@ class Session:
         columns = {s.name for s in self.inputs}
         self._rank2 = [i.name for i in ort_inputs if len(i.shape) == 2 and i.name in columns]
         ort_outputs = [o.name for o in self._session.get_outputs()]
-        self.outputs = fields.get("outputs") or [{"name": n, "column": n, "role": "output"} for n in ort_outputs]
-        self._output_names = [o["name"] for o in self.outputs]
-        missing = set(self._output_names) - set(ort_outputs)
+        described = fields.get("outputs") or [{"name": n, "column": n, "role": "output"} for n in ort_outputs]
+        missing = {o["name"] for o in described} - set(ort_outputs)
         if missing:
             raise ModelFileError(f"the model's metadata names outputs it does not have: {sorted(missing)}")
+        # every check the graph computes is read, whether or not its metadata entry says so (see check_entries)
+        checks = check_entries(described, ort_outputs)
+        flagged = {c["name"] for c in checks}
+        self.outputs = [o for o in described if o["name"] not in flagged] + checks
+        self._output_names = [o["name"] for o in self.outputs]
         self._checks = [(i, o) for i, o in enumerate(self.outputs) if o.get("role") == "check"]
         self._scored = [(i, o) for i, o in enumerate(self.outputs) if o.get("role") != "check"]
         self._run = self._session._sess.run  # the binding, without the wrapper's per-call validation
@@ -229,12 +234,17 @@ class Session:
         """
         results = self._results(data)
         arrays = []
+        # labels can be missing only where probabilities are NaN: one vectorized test spares scanning text labels
+        unscored = any(out.get("role") in ("probabilities", "top_probabilities") and np.isnan(results[i]).any()
+                       for i, out in self._scored)
         for i, out in self._scored:
             value = results[i]
             if value.ndim == 2 and value.shape[1] == 1 and out.get("role") != "probabilities":
                 value = value[:, 0]
             if out.get("role") == "feature":
                 value = _column(value, out.get("kind"), out.get("tz"))
+            elif unscored and out.get("role") in ("label", "top_labels"):
+                value = _missing_labels(value)
             arrays.append(value)
         key = tuple(a.shape[1] if a.ndim == 2 else 0 for a in arrays)
         template = self._templates.get(key)
@@ -272,6 +282,16 @@ def _column(value: np.ndarray, kind: str | None, tz: str | None = None) -> Any:
         arr = pd.array(value, dtype="Int64")
         arr[value == NA_INT64] = pd.NA
         return arr
+    return value
+
+
+def _missing_labels(value: np.ndarray) -> Any:
+    """Labels of rows a model could not score (see ``unscored_labels_missing``) written the pandas way:
+    None for text, ``pd.NA`` for integers (1-D; NaN in a float column for 2-D top labels)."""
+    if value.dtype == object or value.ndim == 1:
+        return _column(value, "int" if value.dtype == np.int64 else None)
+    if value.dtype == np.int64 and (value == NA_INT64).any():
+        return np.where(value == NA_INT64, np.nan, value)
     return value
 
 

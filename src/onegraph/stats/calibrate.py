@@ -396,8 +396,7 @@ class _Runner:
         if not self.table:
             raise DataError(f"data file {path}: a model without onegraph's input schema takes .npz data",
                             hint="save the inputs with numpy.savez(path, **{input_name: array})")
-        kinds = {s.name: s.kind for s in self.session.inputs}
-        return read_table(path, dtypes=kinds)
+        return read_table(path, specs=self.session.inputs)
 
     def _checked(self, feeds: Mapping[str, Any]) -> dict[str, np.ndarray]:
         missing = [name for name in self.inputs if name not in feeds]

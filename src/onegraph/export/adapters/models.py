@@ -45,6 +45,50 @@ class ModelOutputs:
         return cls({"prediction": prediction})
 
 
+def unscored_labels_missing(g: GraphBuilder, values: dict[str, ir.Value]) -> dict[str, ir.Value]:
+    """``values`` with ``label`` / ``top_labels`` missing on rows whose probabilities hold NaN.
+
+    A missing feature a model cannot take (scikit-learn's ``predict`` refuses NaN) makes its probabilities
+    NaN; the label computed from them (an ``ArgMax`` or a threshold on NaN) would read as a confident class.
+    Missing is the column's missing value: ``MISSING_STRING`` for text labels (``None`` once scored),
+    ``INT64_MIN`` for integer labels (``pd.NA``), NaN for float labels; bool labels have none and are kept.
+    """
+    from onegraph.emit import INT64_MIN
+    from onegraph.frame.schema import MISSING_STRING
+
+    probabilities = values.get("probabilities", values.get("top_probabilities"))
+    if probabilities is None or not any(r in values for r in ("label", "top_labels")):
+        return values
+    if probabilities.shape is not None and len(probabilities.shape) != 2:
+        return values
+    total = g.op("ReduceSum", probabilities, g.const(np.array([1], np.int64), "axis1"), keepdims=0,
+                 dtype=probabilities.dtype)  # NaN in any column makes the sum NaN (probabilities are finite)
+    unscored = g.op("IsNaN", total, dtype=BOOL)
+    missing = {STRING: np.array(MISSING_STRING, dtype=object), INT64: np.int64(INT64_MIN),
+               DOUBLE: np.float64(np.nan), FLOAT: np.float32(np.nan)}
+    out = dict(values)
+    for role in ("label", "top_labels"):
+        label = values.get(role)
+        if label is None or label.dtype not in missing or _guarded(label, probabilities):
+            continue
+        rows = unscored
+        if role == "top_labels":
+            rows = g.op("Unsqueeze", unscored, g.const(np.array([1], np.int64), "axis1"), dtype=BOOL)
+        shape = label.shape
+        out[role] = g.op("Where", rows, g.const(missing[label.dtype], "missing_label"), label, dtype=label.dtype)
+        out[role].shape = shape
+    return out
+
+
+def _guarded(label: ir.Value, probabilities: ir.Value) -> bool:
+    """Whether ``label`` is already ``Where(IsNaN(ReduceSum(probabilities)), missing, ...)`` (a model built
+    by onegraph, spliced into a merge): the guard is not added twice."""
+    node = label.producer()
+    cond = node.inputs[0].producer() if node is not None and node.op_type == "Where" else None
+    total = cond.inputs[0].producer() if cond is not None and cond.op_type == "IsNaN" else None
+    return total is not None and total.op_type == "ReduceSum" and total.inputs[0] is probabilities
+
+
 def _plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else value
 

@@ -15,7 +15,7 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
-from onegraph.emit import DOUBLE, FLOAT, GraphBuilder
+from onegraph.emit import DOUBLE, FLOAT, GraphBuilder, check_entries
 from onegraph.errors import ExportError
 from onegraph.export.adapters.contract import Adapter, Consumes
 from onegraph.export.adapters.models import ModelOutputs
@@ -105,6 +105,9 @@ class OnnxModel(Adapter):
         if self.consumes.dtype == "float":
             x = g.derived(("float", id(x)), lambda: g.op("Cast", x, to=FLOAT, dtype=FLOAT))
         outs = splice(g, self.proto, {self.input_name: x}, prefix=g.unique("onnx") + "/", what=self.source)
+        fields, _ = meta.decode({p.key: p.value for p in self.proto.metadata_props})
+        for entry in check_entries(fields.get("outputs") or [], list(outs)):  # rows it refuses stay refused
+            g.reflag(outs[entry["name"]], entry)
         values = {}
         for role, name in self.roles.items():
             v = outs[name]

@@ -9,16 +9,31 @@ to the aggregate.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from onegraph.emit import DOUBLE, Col, GraphBuilder, to_tensor
-from onegraph.errors import ColumnTypeError, MissingColumnError
+from onegraph.errors import ColumnTypeError, ConfigError, MissingColumnError
 from onegraph.frame.tensors import any_of, where
 from onegraph.frame.transformers.base import FrameTransformer, category_values, numbers
 from onegraph.frame.transformers.categorical import _keys, lookup_index
+
+#: pandas' aggregation names GroupAggregate takes (``SeriesGroupBy.agg``)
+AGGREGATIONS = ("mean", "median", "sum", "min", "max", "std", "var", "count", "size", "nunique", "first", "last")
+
+
+def _overall(values: pd.Series, func: str) -> float:
+    """The aggregate of all the rows, as ``groupby(...).agg(func)`` computes it for one group: ``first`` /
+    ``last`` are the first / last non-missing values (``Series.agg`` does not take these names)."""
+    if func == "size":
+        return float(len(values))
+    if func in ("first", "last"):
+        present = values.dropna()
+        return float(present.iloc[0 if func == "first" else -1]) if len(present) else np.nan
+    return values.agg(func)
 
 
 class GroupAggregate(FrameTransformer):
@@ -46,11 +61,12 @@ class GroupAggregate(FrameTransformer):
         self.default = default
 
     def _keys_list(self) -> list[str]:
-        return [self.by] if isinstance(self.by, str) else list(self.by)
+        return [self.by] if isinstance(self.by, str) else list(self.by) if isinstance(self.by, (list, tuple)) else []
 
     def _fit(self, frame: pd.DataFrame, y: Any) -> None:
         names = list(self.feature_names_in_)
         keys = self._keys_list()
+        self._validate(keys)
         for c in keys + list(self.agg):
             if c not in names:
                 raise MissingColumnError(c, names)
@@ -68,10 +84,24 @@ class GroupAggregate(FrameTransformer):
                 name = self._name(col, func)
                 table = grouped.agg(func).astype(np.float64)
                 self.tables_[name] = table
-                overall = values.agg(func) if func != "size" else float(len(values))
+                overall = _overall(values, func)
                 self.defaults_[name] = float(overall) if isinstance(self.default, str) else float(self.default)
+
+    def _validate(self, keys: list[str]) -> None:
+        """Parameters checked before any pandas call, so a mistake is named as the parameter it is."""
+        if not keys or not all(isinstance(k, str) for k in keys):
+            raise ConfigError(f"GroupAggregate: by={self.by!r}; give a column name or a list of column names")
+        if not isinstance(self.agg, Mapping) or not self.agg:
+            raise ConfigError(f"GroupAggregate: agg={self.agg!r} is not a dict of column -> aggregation",
+                              hint="write agg={'amount': 'mean'} or agg={'amount': ['mean', 'max']}")
+        for col, funcs in self.agg.items():
+            listed = [funcs] if isinstance(funcs, str) else funcs
+            if not isinstance(listed, (list, tuple)) or not listed or \
+                    any(not isinstance(f, str) or f not in AGGREGATIONS for f in listed):
+                raise ConfigError(f"GroupAggregate: agg[{col!r}]={funcs!r} is not an aggregation name or a list of "
+                                  "them", hint=f"use {', '.join(AGGREGATIONS)}")
         if isinstance(self.default, str) and self.default != "overall":
-            raise ValueError(f"GroupAggregate: default={self.default!r}; use 'overall' or a number")
+            raise ConfigError(f"GroupAggregate: default={self.default!r}; use 'overall' or a number")
 
     def _name(self, col: str, func: str) -> str:
         return f"{col}_{func}_by_{'_'.join(self._keys_list())}"

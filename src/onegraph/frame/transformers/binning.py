@@ -15,7 +15,7 @@ import pandas as pd
 import sklearn.preprocessing
 
 from onegraph.emit import DOUBLE, FLOAT, INT64, Col, GraphBuilder, register_emitter
-from onegraph.errors import ColumnTypeError, ExportError
+from onegraph.errors import ColumnTypeError, ConfigError, ExportError
 from onegraph.frame.tensors import Val, count_at_most, where
 from onegraph.frame.transformers.base import NUMERIC_KINDS, FrameTransformer, numbers
 
@@ -66,13 +66,18 @@ class Bucketize(FrameTransformer):
             if self.edges is not None:
                 edges = np.asarray(self.edges, dtype=np.float64)
                 if edges.ndim != 1 or edges.size < 2 or np.any(np.diff(edges) <= 0):
-                    raise ValueError(f"Bucketize: edges {self.edges!r} must be at least two increasing numbers")
+                    raise ConfigError(f"Bucketize: edges {self.edges!r} must be at least two increasing numbers")
                 self.bin_edges_.append(edges)
                 continue
             x = numbers(spec, frame[spec.name])
             x = x[~np.isnan(x)]
             if x.size == 0:
                 raise ColumnTypeError(spec.name, "no value to learn bins from (all missing)")
+            if np.isinf(x).any():  # scikit-learn refuses them without saying which column
+                raise ColumnTypeError(spec.name, f"{int(np.isinf(x).sum())} infinite value(s): bins cannot be "
+                                      "learned from them (scikit-learn's KBinsDiscretizer refuses them)",
+                                      hint="replace them (with NaN, kept as NaN, or a bound) before Bucketize, "
+                                      "or give fixed edges=")
             est = sklearn.preprocessing.KBinsDiscretizer(
                 n_bins=self.n_bins, encode="ordinal", strategy=self.strategy, quantile_method=self.quantile_method,
                 subsample=self.subsample, random_state=self.random_state)
@@ -80,7 +85,11 @@ class Bucketize(FrameTransformer):
 
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # scikit-learn warns when bins collapse; the edges say so
-                est.fit(x.reshape(-1, 1))
+                try:
+                    est.fit(x.reshape(-1, 1))
+                except ValueError as exc:  # its parameter checks name no column
+                    raise ConfigError(f"Bucketize on column {spec.name!r}: {exc}",
+                                      hint="check n_bins / strategy / quantile_method") from None
             self.bin_edges_.append(np.asarray(est.bin_edges_[0], dtype=np.float64))
 
     def _names_out(self) -> list[str]:

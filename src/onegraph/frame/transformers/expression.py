@@ -41,10 +41,13 @@ class ExpressionError(ExportError, ValueError):
 
 @dataclasses.dataclass
 class _Operand:
-    """A value while computing: numpy array or Val, and its kind (``float``, ``bool`` or ``string``)."""
+    """A value while computing: numpy array or Val, and its kind: ``float``, ``bool`` (never missing: a
+    comparison), ``boolean`` (1.0 / 0.0, NaN where unknown: a bool column, or logic over one) or ``string``.
+    ``column`` names the input column the value is, for error messages."""
 
     value: Any
     kind: str
+    column: str | None = None
 
 
 class _Evaluator:
@@ -82,19 +85,38 @@ class _Evaluator:
 
     def _number(self, o: _Operand, what: str) -> Any:
         if o.kind == "string":
-            raise ExpressionError(f"{what} needs numbers, got text")
+            raise ExpressionError(f"{what} needs numbers, got text" + _of(o))
         return self.ops.as_float(o.value) if o.kind == "bool" else o.value
 
-    def _flag(self, o: _Operand, what: str) -> Any:
-        if o.kind != "bool":
-            raise ExpressionError(f"{what} needs true/false values (a comparison), got {o.kind}")
-        return o.value
+    def _flag(self, o: _Operand, what: str) -> _Operand:
+        if o.kind not in ("bool", "boolean"):
+            raise ExpressionError(f"{what} needs true/false values (a comparison or a bool column), got "
+                                  f"{'text' if o.kind == 'string' else 'numbers'}" + _of(o),
+                                  hint="compare it first, e.g. x > 0")
+        return o
+
+    def _logic(self, op: str, a: _Operand, b: _Operand | None = None) -> _Operand:
+        """``not`` / ``and`` / ``or``: boolean where no value is missing; pandas' Kleene logic (its nullable
+        ``boolean`` dtype) on 1.0 / 0.0 / NaN when an operand is a bool column: ``False & NA`` is False,
+        ``True | NA`` is True, anything else with NA is NA (NaN)."""
+        if a.kind == "bool" and (b is None or b.kind == "bool"):
+            return _Operand(self.ops.logic(op, a.value, None if b is None else b.value), "bool")
+        o = self.ops
+        x = o.as_float(a.value) if a.kind == "bool" else a.value
+        if b is None:
+            return _Operand(o.arith("-", o.constant(1.0), x), "boolean")  # NaN stays NaN
+        y = o.as_float(b.value) if b.kind == "bool" else b.value
+        decided = 0.0 if op == "and" else 1.0  # the value that decides whatever the other is
+        decides = o.logic("or", o.compare("==", x, o.constant(decided)), o.compare("==", y, o.constant(decided)))
+        unknown = o.logic("or", o.isnan(x), o.isnan(y))
+        rest = o.select(unknown, o.constant(np.nan), o.constant(1.0 - decided))
+        return _Operand(o.select(decides, o.constant(decided), rest), "boolean")
 
     def _BinOp(self, node: ast.BinOp) -> _Operand:
         left, right = self.run(node.left), self.run(node.right)
         if isinstance(node.op, (ast.BitAnd, ast.BitOr)):
             a, b = self._flag(left, "& / |"), self._flag(right, "& / |")
-            return _Operand(self.ops.logic("and" if isinstance(node.op, ast.BitAnd) else "or", a, b), "bool")
+            return self._logic("and" if isinstance(node.op, ast.BitAnd) else "or", a, b)
         op = _ARITH.get(type(node.op))
         if op is None:
             raise ExpressionError(f"operator {type(node.op).__name__} is not allowed")
@@ -103,7 +125,7 @@ class _Evaluator:
     def _UnaryOp(self, node: ast.UnaryOp) -> _Operand:
         o = self.run(node.operand)
         if isinstance(node.op, (ast.Not, ast.Invert)):
-            return _Operand(self.ops.logic("not", self._flag(o, "not / ~")), "bool")
+            return self._logic("not", self._flag(o, "not / ~"))
         x = self._number(o, "unary minus")
         return _Operand(self.ops.arith("neg", x) if isinstance(node.op, ast.USub) else x, "float")
 
@@ -111,8 +133,8 @@ class _Evaluator:
         values = [self._flag(self.run(v), "and / or") for v in node.values]
         out = values[0]
         for v in values[1:]:
-            out = self.ops.logic("and" if isinstance(node.op, ast.And) else "or", out, v)
-        return _Operand(out, "bool")
+            out = self._logic("and" if isinstance(node.op, ast.And) else "or", out, v)
+        return out
 
     def _Compare(self, node: ast.Compare) -> _Operand:
         out = None
@@ -124,7 +146,7 @@ class _Evaluator:
                 raise ExpressionError(f"comparison {type(op_node).__name__} is not allowed")
             if "string" in (left.kind, right.kind):
                 if left.kind != right.kind or op not in ("==", "!="):
-                    raise ExpressionError("text can only be compared with == or != to text")
+                    raise ExpressionError("text can only be compared with == or != to text" + _of(left, right))
                 result = self.ops.compare_text(op, left.value, right.value)
             else:
                 result = self.ops.compare(op, self._number(left, op), self._number(right, op))
@@ -147,15 +169,17 @@ class _Evaluator:
         if name in ("isna", "notna"):
             a = args[0]
             missing = self.ops.missing_text(a.value) if a.kind == "string" else (
-                self.ops.isnan(a.value) if a.kind == "float" else self.ops.constant(False))
+                self.ops.isnan(a.value) if a.kind in ("float", "boolean") else self.ops.constant(False))
             return _Operand(missing if name == "isna" else self.ops.logic("not", missing), "bool")
         if name == "where":
             cond = args[0]
             flag = cond.value if cond.kind == "bool" else self.ops.truthy(self._number(cond, "where"))
-            if args[1].kind == "bool" and args[2].kind == "bool":
+            if args[1].kind == "bool" and args[2].kind == "bool" and cond.kind != "boolean":
                 return _Operand(self.ops.select(flag, args[1].value, args[2].value), "bool")
-            return _Operand(self.ops.select(flag, self._number(args[1], "where"), self._number(args[2], "where")),
-                            "float")
+            chosen = self.ops.select(flag, self._number(args[1], "where"), self._number(args[2], "where"))
+            if cond.kind == "boolean":  # an unknown condition chooses nothing: NaN, not either branch
+                chosen = self.ops.select(self.ops.isnan(cond.value), self.ops.constant(np.nan), chosen)
+            return _Operand(chosen, "float")
         x, *rest = [self._number(a, name) for a in args]
         if name == "clip":
             lo, hi = rest
@@ -168,6 +192,11 @@ class _Evaluator:
         either = self.ops.logic("or", self.ops.isnan(x), self.ops.isnan(y))
         better = self.ops.compare("<" if name == "minimum" else ">", x, y)
         return _Operand(self.ops.select(either, self.ops.constant(np.nan), self.ops.select(better, x, y)), "float")
+
+
+def _of(*operands: _Operand) -> str:
+    named = [o.column for o in operands if o.column]
+    return f" (column {named[0]!r})" if named else ""
 
 
 class _Ops:
@@ -329,8 +358,11 @@ class Expression(FrameTransformer):
         Output name for a single expression (default: the expression text).
 
     Numeric columns (ints with missing values too) are float64, bools 0/1 in arithmetic; text columns
-    take part only in ``==`` / ``!=`` and ``isna`` / ``notna``. Output: float64, or bool for a
-    comparison / logical expression.
+    take part only in ``==`` / ``!=`` and ``isna`` / ``notna``. Bool columns (numpy ``bool``, nullable
+    ``boolean``) are also true/false values for ``& | ~ and or not`` and ``where``, with pandas' Kleene
+    logic for missing values (``False & NA`` is False, ``True | NA`` is True, otherwise NA) and a missing
+    condition giving NaN in ``where``. Output: bool for a comparison / logical expression over
+    comparisons; float64 otherwise, logic over a bool column included (1.0 / 0.0, NaN where unknown).
 
     Raises
     ------
@@ -359,7 +391,8 @@ class Expression(FrameTransformer):
                     raise MissingColumnError(real, columns)
             self.trees_[str(out)] = (tree, quoted)
             sample = frame.iloc[:1] if len(frame) else frame
-            self.kinds_[str(out)] = self._evaluate(tree, quoted, sample, _NumpyOps(len(sample))).kind
+            kind = self._evaluate(tree, quoted, sample, _NumpyOps(len(sample))).kind
+            self.kinds_[str(out)] = "bool" if kind == "bool" else "float"
 
     def _names_out(self) -> list[str]:
         return list(self.trees_)
@@ -375,9 +408,10 @@ class Expression(FrameTransformer):
     def _evaluate(self, tree: ast.Expression, quoted: dict[str, str], frame: pd.DataFrame, ops: _Ops) -> _Operand:
         def column(spec) -> _Operand:
             if spec.kind == "string":
-                return _Operand(texts(spec, frame[spec.name]), "string")
+                return _Operand(texts(spec, frame[spec.name]), "string", spec.name)
             if spec.kind in ("float", "int", "bool"):
-                return _Operand(numbers(spec, frame[spec.name]), "float")
+                return _Operand(numbers(spec, frame[spec.name]), "boolean" if spec.kind == "bool" else "float",
+                                spec.name)
             raise ColumnTypeError(spec.name, f"{spec.kind} columns cannot be used in an expression",
                                   hint="extract numbers first (DateParts, DateDiff)")
 
@@ -396,8 +430,9 @@ class Expression(FrameTransformer):
         def column(spec) -> _Operand:
             col = by_name[spec.name]
             if col.kind == "string":
-                return _Operand(Val(g, g.vector(col), STRING), "string")
-            return _Operand(Val(g, g.vector(g.as_double(col)), DOUBLE), "float")
+                return _Operand(Val(g, g.vector(col), STRING), "string", col.name)
+            return _Operand(Val(g, g.vector(g.as_double(col)), DOUBLE), "boolean" if col.kind == "bool" else "float",
+                            col.name)
 
         out = []
         for name, (tree, quoted) in self.trees_.items():
@@ -406,5 +441,6 @@ class Expression(FrameTransformer):
             if value.value.is_initializer():  # a constant expression still gives one value per row
                 rows = g.op("Shape", g.vector(cols[0]), dtype=INT64)
                 value = Val(g, g.op("Expand", value.value, rows, dtype=value.dtype), value.dtype)
-            out.append(Col(name, result.kind, value.value, BOOL if result.kind == "bool" else DOUBLE))
+            kind = "bool" if result.kind == "bool" else "float"  # three-valued logic is 1.0 / 0.0 / NaN
+            out.append(Col(name, kind, value.value, BOOL if kind == "bool" else DOUBLE))
         return out

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from onegraph.emit import BOOL, DOUBLE, INT64, STRING, Col, GraphBuilder
-from onegraph.errors import ColumnTypeError
+from onegraph.errors import ColumnTypeError, ConfigError
 from onegraph.frame.schema import MISSING_STRING
 from onegraph.frame.strings import concat, full_match, part, split, text
 from onegraph.frame.tensors import Val, any_of, maximum, where
@@ -408,9 +408,13 @@ class RegexMatch(FrameTransformer):
     case:
         False: ignore case (``re.IGNORECASE``; RE2's ``(?i)``, both Unicode simple case folding).
     na:
-        Result for missing text (pandas' ``na=``).
+        Result for missing text (pandas' ``na=``). None (default, as pandas' ``string`` and ``object``
+        dtypes; pandas 3's NaN-backed ``str`` dtype gives False instead: pass ``na=False`` for that): missing
+        text gives a missing result, so the output is a float64 column, 1.0 / 0.0 and NaN for missing (onegraph's representation of
+        a nullable boolean, as for ``boolean`` inputs). True / False: missing text gives that value and the
+        output is a bool column.
 
-    Output: one bool column ``<column>_<how>`` per input column.
+    Output: one column ``<column>_<how>`` per input column.
 
     Raises
     ------
@@ -420,7 +424,7 @@ class RegexMatch(FrameTransformer):
 
     accepts = ("string",)
 
-    def __init__(self, pattern: str, *, how: str = "fullmatch", case: bool = True, na: bool = False) -> None:
+    def __init__(self, pattern: str, *, how: str = "fullmatch", case: bool = True, na: bool | None = None) -> None:
         self.pattern = pattern
         self.how = how
         self.case = case
@@ -428,7 +432,9 @@ class RegexMatch(FrameTransformer):
 
     def _fit(self, frame: pd.DataFrame, y: Any) -> None:
         if self.how not in _HOW:
-            raise ValueError(f"RegexMatch: how={self.how!r}; choose from {', '.join(_HOW)}")
+            raise ConfigError(f"RegexMatch: how={self.how!r}; choose from {', '.join(_HOW)}")
+        if self.na is not None and not isinstance(self.na, (bool, np.bool_)):
+            raise ConfigError(f"RegexMatch: na={self.na!r}; give None (missing stays missing), True or False")
         _check_pattern(self.pattern, self.how)
         core = f"(?i:{self.pattern})" if not self.case else f"(?:{self.pattern})"
         self.graph_pattern_ = {"fullmatch": core, "match": f"{core}(?s:.*)",
@@ -446,8 +452,11 @@ class RegexMatch(FrameTransformer):
         for s in self.input_specs_:
             values = _object(texts(s, frame[s.name]))
             method = getattr(values.str, self.how)
-            result = method(self.pattern, flags=flags, na=self.na)
-            out[f"{s.name}_{self.how}"] = result.to_numpy(dtype=bool)
+            if self.na is None:
+                result = method(self.pattern, flags=flags, na=np.nan)
+                out[f"{s.name}_{self.how}"] = result.to_numpy(dtype=np.float64, na_value=np.nan)
+            else:
+                out[f"{s.name}_{self.how}"] = method(self.pattern, flags=flags, na=bool(self.na)).to_numpy(dtype=bool)
         return pd.DataFrame(out, index=frame.index)
 
     def emit(self, g: GraphBuilder, cols: list[Col]) -> list[Col]:
@@ -455,6 +464,10 @@ class RegexMatch(FrameTransformer):
         for col in cols:
             x = _text_col(g, col)
             hit = full_match(x, self.graph_pattern_)
-            result = where(_missing(x), bool(self.na), hit)
-            out.append(Col(f"{col.name}_{self.how}", "bool", result.value, BOOL))
+            if self.na is None:
+                result = where(_missing(x), np.nan, hit.cast(DOUBLE))
+                out.append(Col(f"{col.name}_{self.how}", "float", result.value, DOUBLE))
+            else:
+                result = where(_missing(x), bool(self.na), hit)
+                out.append(Col(f"{col.name}_{self.how}", "bool", result.value, BOOL))
         return out
