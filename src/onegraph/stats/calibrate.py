@@ -373,10 +373,10 @@ class _Runner:
             feeds = self._checked(data)
             yield from self._sliced(len(next(iter(feeds.values()))), feeds, batch_size)
             return
-        if _is_feed_batches(data):
+        if _is_feed_batches(data):  # batches larger than batch_size are cut too: batch_size bounds memory
             for batch in data:
                 feeds = self._checked(batch)
-                yield len(next(iter(feeds.values()))), feeds
+                yield from _slices(len(next(iter(feeds.values()))), feeds, batch_size)
             return
         raise DataError(f"cannot calibrate on a {type(data).__name__}",
                         hint="give an .npz file, a dict of arrays named as the model's inputs, or batches of them"
@@ -419,9 +419,14 @@ class _Runner:
 
     def _sliced(self, n: int, feeds: dict[str, np.ndarray], batch_size: int) -> Iterator[tuple[int, dict]]:
         self.total = n
-        for start in range(0, n, batch_size):
-            stop = min(n, start + batch_size)
-            yield stop - start, {k: v[start:stop] for k, v in feeds.items()}
+        yield from _slices(n, feeds, batch_size)
+
+
+def _slices(n: int, feeds: dict[str, np.ndarray], batch_size: int) -> Iterator[tuple[int, dict]]:
+    """``(samples, feeds)`` of consecutive slices of at most ``batch_size`` samples."""
+    for start in range(0, n, batch_size):
+        stop = min(n, start + batch_size)
+        yield stop - start, {k: v[start:stop] for k, v in feeds.items()}
 
 
 def _is_feed_batches(data: Any) -> bool:
