@@ -141,15 +141,19 @@ def build(preprocessing: Any, model: Any = None, sample: Any = None, *, path: st
     if check_parity:
         from onegraph.verify.parity import parity
 
-        report = parity(preprocessing, model, frame, onnx_model=proto, rtol=rtol, atol=atol)
-        if not report.ok:
-            raise ParityError(f"the graph diverges from the source pipeline on output(s) "
-                              f"{', '.join(report.failed)}:\n{report}", report)
+        refuse_divergence(parity(preprocessing, model, frame, onnx_model=proto, rtol=rtol, atol=atol),
+                          "the graph diverges from the source pipeline")
     if path is not None:
         from onegraph.io import save_model
 
         save_model(proto, path)
     return proto
+
+
+def refuse_divergence(report: Any, what: str) -> None:
+    """Raise ParityError (``what`` on output(s) ..., then the report) unless ``report.ok``."""
+    if not report.ok:
+        raise ParityError(f"{what} on output(s) {', '.join(report.failed)}:\n{report}", report)
 
 
 def _column_key(frame: pd.DataFrame, name: str) -> Any:

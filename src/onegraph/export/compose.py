@@ -30,7 +30,7 @@ import onnx_ir as ir
 import pandas as pd
 
 from onegraph.emit import DOUBLE, INT64, Col, GraphBuilder
-from onegraph.errors import ExportError, ParityError
+from onegraph.errors import ExportError
 from onegraph.export.adapters.contract import Adapter, adapt
 from onegraph.export.adapters.models import ModelOutputs, unscored_labels_missing
 from onegraph.export.ensemble import Ensemble
@@ -89,7 +89,7 @@ def compose(preprocessing: Any, models: Any, sample: Any, *, ensemble: Ensemble 
     ParityError
         when an output differs from the source libraries on ``sample``.
     """
-    from onegraph.export.build import _finish, input_columns
+    from onegraph.export.build import _finish, input_columns, refuse_divergence
     from onegraph.io import save_model
 
     frame = as_pandas(sample)
@@ -141,10 +141,8 @@ def compose(preprocessing: Any, models: Any, sample: Any, *, ensemble: Ensemble 
     proto = _finish(ir_model, specs, entries, None, {}, extra)
     if check_parity:
         tol = _tolerance(adapters, ensemble, rtol, atol)
-        report = composed_parity(proto, frame, preprocessing, adapters, ensemble, post, seq, columns, *tol)
-        if not report.ok:
-            raise ParityError(f"the composed graph diverges from the source models on output(s) "
-                              f"{', '.join(report.failed)}:\n{report}", report)
+        refuse_divergence(composed_parity(proto, frame, preprocessing, adapters, ensemble, post, seq, columns, *tol),
+                          "the composed graph diverges from the source models")
     if path is not None:
         save_model(proto, path)
     return proto

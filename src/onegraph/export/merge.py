@@ -29,7 +29,7 @@ import onnx
 import onnx_ir as ir
 
 from onegraph.emit import DOUBLE, FLOAT, Col, GraphBuilder, check_entries
-from onegraph.errors import ExportError, ParityError
+from onegraph.errors import ExportError
 from onegraph.export.adapters.models import ModelOutputs
 from onegraph.export.ensemble import Ensemble
 from onegraph.export.postprocess import PostStep
@@ -197,7 +197,7 @@ def compose_models(models: Sequence[Any], *, names: Sequence[str] | None = None,
         when the merged model's outputs differ from the chained sessions' on ``sample``.
     """
     from onegraph.export.adapters.onnx_graph import splice
-    from onegraph.export.build import _INPUT_TYPES, _finish
+    from onegraph.export.build import _INPUT_TYPES, _finish, refuse_divergence
     from onegraph.export.compose import _answer, _declare_outputs, _named_models, _tidy
 
     if not models:
@@ -251,10 +251,8 @@ def compose_models(models: Sequence[Any], *, names: Sequence[str] | None = None,
         fields["ensemble"] = ensemble.to_dict()
     proto = _finish(ir_model, [s for s in specs.values() if s.name in used], entries, None, {}, fields)
     if sample is not None:
-        report = merged_parity(proto, parts, sample, ensemble, post, rtol, atol)
-        if not report.ok:
-            raise ParityError(f"the merged graph diverges from the chained models on output(s) "
-                              f"{', '.join(report.failed)}:\n{report}", report)
+        refuse_divergence(merged_parity(proto, parts, sample, ensemble, post, rtol, atol),
+                          "the merged graph diverges from the chained models")
     if path is not None:
         from onegraph.io import save_model
 
