@@ -27,7 +27,7 @@ from _timing import fmt, interleaved  # noqa: E402
 from fuzz import penguins_model  # noqa: E402
 
 import onegraph  # noqa: E402
-from onegraph.verify import guard  # noqa: E402
+from onegraph.check import guard  # noqa: E402
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """Fuzzing campaign: mutants of valid models through ``onegraph check``'s isolated checking processes.
 
-Mutates the fuzz seeds (``onegraph.verify.fuzz.seed_models``) plus a real model onegraph builds (the bundled
+Mutates the fuzz seeds (``onegraph.check.fuzz.seed_models``) plus a real model onegraph builds (the bundled
 penguins pipeline), checks every mutant with ``check_many`` (two checking processes, each reused from mutant
 to mutant), and reports throughput, what the checker found, and every crash or limit the checking processes
 contained (the calling process - this one - must survive them all: it parses nothing).
@@ -24,11 +24,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _timing import fmt, interleaved  # noqa: E402
-from onegraph.verify import fuzz  # noqa: E402
-from onegraph.verify.check import Source, check_many  # noqa: E402
-from onegraph.verify.limits import Limits  # noqa: E402
-from onegraph.verify.sandbox import Worker  # noqa: E402
-from onegraph.verify.stages import STAGES, State, run_stage  # noqa: E402
+from onegraph.check import fuzz  # noqa: E402
+from onegraph.check.run import Source, check_many  # noqa: E402
+from onegraph.check.limits import Limits  # noqa: E402
+from onegraph.check.sandbox import Worker  # noqa: E402
+from onegraph.check.stages import STAGES, State, run_stage  # noqa: E402
 
 
 def penguins_model() -> bytes:

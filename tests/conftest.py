@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -11,6 +13,10 @@ import pytest
 from onegraph.datasets import load_penguins
 
 DATA = Path(__file__).parent / "data"
+
+# checks passed are remembered on disk across processes (onegraph.check.guard): the suite keeps its own,
+# empty at the start, so no test sees what an earlier run (or the user's own commands) checked
+os.environ["ONEGRAPH_CACHE_DIR"] = tempfile.mkdtemp(prefix="onegraph-test-cache-")
 
 
 @pytest.fixture(scope="session")

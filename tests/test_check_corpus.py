@@ -12,8 +12,8 @@ import pytest
 
 import onegraph
 from onegraph.errors import ModelFileError
-from onegraph.verify.check import check, check_many
-from onegraph.verify.guard import UnsafeModelError
+from onegraph.check.run import check, check_many
+from onegraph.check.guard import UnsafeModelError
 
 CORPUS = Path(__file__).parent / "data" / "malformed"
 MANIFEST = json.loads((CORPUS / "corpus.json").read_text())

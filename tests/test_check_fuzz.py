@@ -11,7 +11,7 @@ import pytest
 
 import onegraph
 from onegraph.errors import OnegraphError
-from onegraph.verify import fuzz
+from onegraph.check import fuzz
 
 BUDGET = 2000
 SEED = 20240617

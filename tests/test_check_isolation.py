@@ -10,9 +10,9 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from onegraph.verify.check import Source, check, run_stages
-from onegraph.verify.limits import Limits
-from onegraph.verify.sandbox import Worker
+from onegraph.check.run import Source, check, run_stages
+from onegraph.check.limits import Limits
+from onegraph.check.sandbox import Worker
 
 VALID = (Path(__file__).parent / "data" / "malformed" / "valid.onnx").read_bytes()
 STAGES = ("parse", "static", "checker", "runtime")
@@ -30,8 +30,8 @@ def test_each_failure_becomes_a_finding(fault, code, words, tmp_path):
     stage = fault.split(":")[0]
     worker = Worker(env={"ONEGRAPH_CHECK_FAULT": fault, "TMPDIR": str(tmp_path)})
     try:
-        findings, status = run_stages(worker, Source(VALID, None, "valid"), STAGES,
-                                      Limits(memory=512 << 20, cpu=1, wall=60))
+        result = run_stages(worker, Source(VALID, None, "valid"), STAGES, Limits(memory=512 << 20, cpu=1, wall=60))
+        findings, status = result.findings, result.stages
     finally:
         worker.close()
     assert [f.code for f in findings] == [code], findings
@@ -48,7 +48,8 @@ def test_each_failure_becomes_a_finding(fault, code, words, tmp_path):
 def test_wall_time_limit_kills_a_hung_check():
     worker = Worker(env={"ONEGRAPH_CHECK_FAULT": "runtime:spin"})
     try:
-        findings, status = run_stages(worker, Source(VALID, None, "valid"), STAGES, Limits(cpu=600, wall=3))
+        result = run_stages(worker, Source(VALID, None, "valid"), STAGES, Limits(cpu=600, wall=3))
+        findings, status = result.findings, result.stages
     finally:
         worker.close()
     assert [f.code for f in findings] == ["C005"] and "wall-time" in findings[0].message
@@ -73,7 +74,8 @@ def test_worker_is_reused_across_models():
     worker = Worker()
     try:
         for _ in range(5):
-            findings, status = run_stages(worker, Source(VALID, None, "valid"), STAGES, Limits())
+            result = run_stages(worker, Source(VALID, None, "valid"), STAGES, Limits())
+            findings, status = result.findings, result.stages
             assert findings == [] and set(status.values()) == {"ok"}
         assert worker.started == 1
     finally:

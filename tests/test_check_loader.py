@@ -12,9 +12,9 @@ import pytest
 
 import onegraph
 from onegraph.inspect import describe
-from onegraph.io import load_model
-from onegraph.verify import guard
-from onegraph.verify.guard import UnsafeModelError
+from onegraph.check.loader import load_model
+from onegraph.check import guard
+from onegraph.check.guard import UnsafeModelError
 
 CORPUS = Path(__file__).parent / "data" / "malformed"
 
@@ -24,11 +24,11 @@ def checks(monkeypatch):
     """Counts the pre-checks, from a clean cache."""
     guard.clear()
     calls = []
-    check_module = importlib.import_module("onegraph.verify.check")  # the module: onegraph.verify.check is the function
+    check_module = importlib.import_module("onegraph.check.run")  # the module: onegraph.check.check is the function
     real = check_module.check
 
     def counting(model, **kw):
-        calls.append(kw["stages"])
+        calls.append(tuple(kw["stages"]))
         return real(model, **kw)
 
     monkeypatch.setattr(check_module, "check", counting)
@@ -61,9 +61,9 @@ def test_each_content_is_checked_once_and_again_when_it_changes(checks, tmp_path
     edited.doc_string = "edited"
     path.write_bytes(edited.SerializeToString())
     session = onegraph.Session(path)
-    assert checks == [("parse", "static", "runtime")]
+    assert checks == [("parse", "static", "checker", "runtime")]
     onegraph.Session(path)
-    load_model(path)  # parse is covered by the run check already
+    load_model(path)  # loading is covered by the run check already
     describe(path)
     assert len(checks) == 1
     np.testing.assert_allclose(session.run(x)["probabilities"],
@@ -71,8 +71,8 @@ def test_each_content_is_checked_once_and_again_when_it_changes(checks, tmp_path
     (tmp_path / "other").mkdir()
     copy = tmp_path / "other" / "copy.onnx"
     copy.write_bytes(path.read_bytes())
-    load_model(copy)  # same content, other folder: checked again, for parsing only
-    assert checks[-1] == ("parse",)
+    load_model(copy)  # same content, other folder: checked again, for loading only
+    assert checks[-1] == ("parse", "static", "checker")
 
 
 def test_trusted_skips_the_pre_check(checks, tmp_path):
@@ -107,4 +107,58 @@ def test_external_data_opens_from_the_model_folder(checks, tmp_path, penguins_mo
     got = onegraph.score(folder / "m.onnx", x)
     expected = onegraph.score(proto, x)
     np.testing.assert_array_equal(got.to_numpy(), expected.to_numpy())
-    assert checks == [("parse", "static", "runtime")]
+    assert checks == [("parse", "static", "checker", "runtime")]
+
+
+def _memory_forgotten() -> None:
+    """What a new process knows: nothing in memory, the cache folder as it is."""
+    with guard._LOCK:
+        guard._MEMORY.clear()
+
+
+def test_a_passed_check_is_remembered_across_processes(checks, tmp_path, penguins_model):
+    proto, x = penguins_model
+    edited = onnx.ModelProto.FromString(proto.SerializeToString())
+    edited.doc_string = "not build's bytes"
+    path = tmp_path / "m.onnx"
+    onnx.save_model(edited, path)
+    onegraph.Session(path)
+    _memory_forgotten()
+    onegraph.Session(path)  # the cache folder remembers it
+    assert len(checks) == 1
+    entry = guard.cache_folder() / f"{guard._key(path.read_bytes(), str(path.resolve().parent))}.json"
+    entry.write_text(entry.read_text().replace("onegraph ", "onegraph 0.0.0-other "))  # another version checked
+    _memory_forgotten()
+    onegraph.Session(path)
+    assert len(checks) == 2
+
+
+def test_an_external_file_swapped_after_the_check_is_checked_again(checks, tmp_path, penguins_model):
+    """Time of check / time of use: the check is remembered for the external data files it read, as they
+    were; a hard link to a file outside the folder put in place of one is refused (C104), not read."""
+    proto, x = penguins_model
+    folder = tmp_path / "ext"
+    folder.mkdir()
+    copy = onnx.ModelProto.FromString(proto.SerializeToString())
+    onnx.save_model(copy, folder / "m.onnx", save_as_external_data=True, location="weights.bin", size_threshold=128)
+    onegraph.Session(folder / "m.onnx")
+    assert len(checks) == 1
+    outside = tmp_path / "secret.bin"
+    outside.write_bytes((folder / "weights.bin").read_bytes())
+    (folder / "weights.bin").unlink()
+    (folder / "weights.bin").hardlink_to(outside)
+    with pytest.raises(UnsafeModelError, match="C104"):
+        onegraph.Session(folder / "m.onnx")
+    assert len(checks) == 2
+    _memory_forgotten()
+    with pytest.raises(UnsafeModelError, match="C104"):  # nor does the cache folder believe the old check
+        onegraph.Session(folder / "m.onnx")
+
+
+def test_in_memory_models_are_the_callers_own(checks, penguins_model):
+    proto, x = penguins_model
+    edited = onnx.ModelProto.FromString(proto.SerializeToString())
+    edited.doc_string = "edited in memory"
+    onegraph.Session(edited)
+    load_model(edited)
+    assert checks == []

@@ -14,9 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from onnx import TensorProto, helper, numpy_helper
 
-from onegraph.verify import fuzz
-from onegraph.verify.findings import CODES, Finding
-from onegraph.verify.static import static_findings
+from onegraph.check import fuzz
+from onegraph.check.findings import CODES, Finding
+from onegraph.check.static import static_findings
 
 
 def parsed(text: str) -> onnx.ModelProto:

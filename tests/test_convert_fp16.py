@@ -12,7 +12,7 @@ from onnxconverter_common import float16
 
 from convert_models import torch_model
 from onegraph.errors import ConversionError
-from onegraph.verify import convert_float16
+from onegraph.convert import convert_float16
 from onegraph.verify.lowprec import cast_feeds, reference_run
 
 D = 32

@@ -12,8 +12,8 @@ from onnx import TensorProto as T
 
 from convert_models import opset_of, penguins_pipeline, sklearn_model, torch_model
 from onegraph.errors import ConversionError
-from onegraph.verify import convert_opset
-from onegraph.verify.opset_adapters import TARGET_DOMAIN
+from onegraph.convert import convert_opset
+from onegraph.convert.opset_adapters import TARGET_DOMAIN
 
 CURRENT = onnx.defs.onnx_opset_version()
 TARGETS = sorted({13, 17, 21, CURRENT})
@@ -253,7 +253,7 @@ def test_changed_values_fail_unless_accepted():
     # and a conversion whose values change is refused by verification unless accept_diff
     model = make([helper.make_node("Softmax", ["x"], ["y"], axis=0)], [vi("x", T.FLOAT, [4, 3])],
                  [vi("y", T.FLOAT, None)], 13)
-    from onegraph.verify import convert as conv
+    from onegraph.convert import opset as conv
 
     saved = conv.adapters.PREEMPT.copy()
     conv.adapters.PREEMPT.clear()  # let onnx's converter do its (wrong) conversion

@@ -11,7 +11,8 @@ import pytest
 import onegraph
 from onegraph.errors import ColumnTypeError, MissingColumnError
 from onegraph.frame import MISSING_STRING, NA_INT64, ColumnSelector
-from onegraph.frame.schema import spec_for, to_feed
+from onegraph.contract.columns import spec_for
+from onegraph.contract.feeds import to_feed
 
 from conftest import assert_same_values
 

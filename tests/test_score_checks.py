@@ -18,7 +18,7 @@ from onegraph.datasets import load_penguins
 from onegraph.errors import OutOfRangeError, UnknownCategoryError
 from onegraph.export.merge import compose_models
 from onegraph.frame import DateParts, OneHotEncoder, StringCase
-from onegraph.meta import schema as meta
+from onegraph.contract import metadata as meta
 
 DATA = Path(__file__).parent / "data"
 

@@ -16,7 +16,7 @@ from sklearn.pipeline import make_pipeline
 import onegraph
 from onegraph.errors import ColumnTypeError
 from onegraph.frame import DateParts
-from onegraph.frame.schema import ColumnSpec
+from onegraph.contract.columns import ColumnSpec
 from onegraph.io import read_table
 
 DATA = Path(__file__).parent / "data"

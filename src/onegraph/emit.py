@@ -12,7 +12,7 @@ Internal representation (the contract every emitter relies on):
 
 * numbers are computed in ``double``; missing numbers are NaN;
 * ``int`` columns are ``int64`` with missing = ``INT64_MIN`` (the value pandas uses for NaT);
-* ``string`` columns are ``string`` tensors with missing = :data:`onegraph.frame.schema.MISSING_STRING`;
+* ``string`` columns are ``string`` tensors with missing = :data:`onegraph.contract.columns.MISSING_STRING`;
 * ``datetime`` / ``timedelta`` columns are ``int64`` nanoseconds (UTC for datetimes), missing = ``INT64_MIN``.
 
 Nodes are written with onnx-ir (:mod:`onnx_ir`); the result is an :class:`onnx_ir.Model`.
@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 import onnx_ir as ir
 
+from onegraph.contract.outputs import CHECK_PREFIXES
+from onegraph.contract.scopes import CLASS_KEY, NAMESPACE_KEY, SCOPES_KEY
 from onegraph.errors import ExportError
 
 #: Default-domain opset of every graph onegraph builds (StringSplit, StringConcat, RegexFullMatch need >= 20).
@@ -45,47 +47,6 @@ FLOAT = ir.DataType.FLOAT
 INT64 = ir.DataType.INT64
 BOOL = ir.DataType.BOOL
 STRING = ir.DataType.STRING
-
-#: Node metadata key holding the object path that emitted the node (``pipeline.columntransformer.num``).
-NAMESPACE_KEY = "namespace"
-#: Node metadata key holding the qualified class of the object that emitted the node.
-CLASS_KEY = "onegraph.class"
-#: Node metadata key holding every enclosing scope, outermost first, as a JSON list of ``[path, class]``
-#: pairs (a pipeline, its column transformer, the step), so a pass can group nested objects.
-SCOPES_KEY = "onegraph.scopes"
-#: Name prefix of the boolean graph outputs flagging rows a step refuses, per kind of check.
-CHECK_PREFIXES = {"unknown_category": "onegraph.check:unknown:", "out_of_range": "onegraph.check:out_of_range:"}
-
-
-def check_entry(name: str) -> dict | None:
-    """The metadata entry of a check output told by its name alone (None for any other output).
-
-    Used where the metadata entry is missing or lost its role (a model written by an older compose, or by a
-    tool that kept the graph but not onegraph's metadata): the name carries the kind and the column.
-    """
-    for kind, prefix in CHECK_PREFIXES.items():
-        if name.startswith(prefix):
-            column = name[len(prefix):]
-            base, sep, n = column.rpartition("#")  # GraphBuilder.flag numbers repeated names "<column>#2"
-            return {"name": name, "column": base if sep and n.isdigit() else column, "role": "check",
-                    "check": kind}
-    return None
-
-
-def check_entries(described: Sequence[dict], names: Sequence[str]) -> list[dict]:
-    """Every check output among the graph outputs ``names``: the entries of the metadata ``described`` whose
-    role is ``check``, then any output whose name has a check prefix (:func:`check_entry`) whatever its
-    entry says, so that no check a model computes goes unread."""
-    by_name = {d.get("name"): d for d in described}
-    out = []
-    for name in names:
-        entry = by_name.get(name)
-        if entry is not None and entry.get("role") == "check":
-            out.append(dict(entry))
-        elif (guessed := check_entry(name)) is not None:
-            out.append({**{k: v for k, v in (entry or {}).items() if k in ("covers", "hint")}, **guessed})
-    return out
-
 
 @dataclasses.dataclass(frozen=True)
 class Col:

@@ -96,6 +96,15 @@ class OutOfRangeError(DataError):
         self.rows = rows
 
 
+class MetadataError(OnegraphError):
+    """A metadata value does not follow the schema (:mod:`onegraph.contract.metadata`); ``key`` names it."""
+
+    def __init__(self, key: str, message: str, *, hint: str | None = None) -> None:
+        super().__init__(f"metadata key {key!r}: {message}",
+                         hint=hint or "fix the value, or rebuild the model with onegraph")
+        self.key = key
+
+
 class ExportError(OnegraphError):
     """A fitted object cannot be turned into ONNX (unsupported estimator, unfitted object, ...)."""
 
@@ -160,6 +169,7 @@ __all__ = [
     "ColumnTypeError",
     "UnknownCategoryError",
     "OutOfRangeError",
+    "MetadataError",
     "ExportError",
     "ParityError",
     "ModelFileError",

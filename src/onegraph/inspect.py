@@ -6,9 +6,9 @@ from typing import Any
 
 import onnx
 
-from onegraph.frame.schema import MISSING_STRING, ColumnSpec
-from onegraph.io import load_model
-from onegraph.meta import schema as meta
+from onegraph.contract.columns import MISSING_STRING, ColumnSpec
+from onegraph.check.loader import load_model
+from onegraph.contract import metadata as meta
 
 _MISSING = {"double": "NaN", "float": "NaN", "int64": "INT64_MIN", "bool": "(none)",
             "string": f"U+{ord(MISSING_STRING):04X}"}
@@ -30,7 +30,7 @@ def describe(model: Any, *, trusted: bool = False) -> dict:
     ``outputs`` (name, role, type, shape, classes), ``metadata`` (onegraph's typed fields and every other
     key), ``opsets``, ``nodes``, ``initializers``.
 
-    ``trusted`` skips the isolated pre-parse (:func:`onegraph.io.load_model`).
+    ``trusted`` skips the isolated pre-parse (:func:`onegraph.check.loader.load_model`).
 
     Raises :class:`~onegraph.errors.ModelFileError` for an unreadable model and
     :class:`~onegraph.meta.MetadataError` for malformed onegraph metadata.

@@ -1,4 +1,4 @@
-"""Files: atomic writes, reading models and tables, with errors that name the file.
+"""Files: atomic writes, reading and writing tables, with errors that name the file.
 
 Every file onegraph writes goes to a temporary file in the target folder first and is renamed into place,
 so a crash or a full disk never leaves a half-written model or table behind, and an existing file is
@@ -14,7 +14,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import onnx
 import pandas as pd
 
 from onegraph.errors import DataError, ModelFileError, OnegraphError
@@ -69,101 +68,9 @@ def write_bytes(path: str | os.PathLike, data: bytes) -> None:
         tmp.write_bytes(data)
 
 
-def save_model(model: onnx.ModelProto, path: str | os.PathLike) -> None:
-    """Save ``model`` to ``path`` atomically (a single file, no external data)."""
+def save_model(model: Any, path: str | os.PathLike) -> None:
+    """Save ``model`` (an ``onnx.ModelProto``) to ``path`` atomically (a single file, no external data)."""
     write_bytes(path, model.SerializeToString())
-
-
-def model_bytes(model: Any) -> bytes:
-    """The serialized bytes of a model given as a path, bytes, ``onnx.ModelProto`` or ``onnx_ir.Model``.
-
-    Raises
-    ------
-    ModelFileError
-        for a missing or unreadable file, or an object that is not a model.
-    """
-    if isinstance(model, (bytes, bytearray, memoryview)):
-        return bytes(model)
-    if isinstance(model, onnx.ModelProto):
-        return model.SerializeToString()
-    if isinstance(model, (str, os.PathLike)):
-        p = Path(model)
-        try:
-            return p.read_bytes()
-        except FileNotFoundError:
-            raise ModelFileError(f"model file {p} does not exist", hint="check the path") from None
-        except IsADirectoryError:
-            raise ModelFileError(f"{p} is a folder, not a model file", hint="give the path of a .onnx file") from None
-        except OSError as exc:
-            raise ModelFileError(f"cannot read model file {p}: {exc.strerror}") from None
-    if type(model).__module__.startswith("onnx_ir"):
-        import onnx_ir as ir
-
-        return ir.to_proto(model).SerializeToString()
-    raise ModelFileError(f"cannot use a {type(model).__name__} as a model",
-                         hint="give a path to a .onnx file, its bytes, or an onnx.ModelProto")
-
-
-def read_model(model: Any, *, trusted: bool = False, purpose: str = "parse") -> Any:
-    """The one loader every onegraph reader goes through: the model's bytes, pre-checked.
-
-    Parameters
-    ----------
-    model:
-        Path to a ``.onnx`` file, its bytes, an ``onnx.ModelProto`` or an ``onnx_ir.Model``.
-    trusted:
-        Skip the pre-check (for files you made or trust): the bytes go straight to the caller.
-    purpose:
-        What the caller does next: ``parse`` (parse the protobuf) or ``run`` (open an onnxruntime session).
-        The pre-check runs the matching stages of :func:`onegraph.verify.check.check` in an isolated
-        process, once per content and folder (see :mod:`onegraph.verify.guard`).
-
-    Returns
-    -------
-    onegraph.verify.check.Source
-        ``data`` (the bytes), ``folder`` (the file's folder, for external data; None for bytes) and
-        ``label`` (how errors name the model).
-
-    Raises
-    ------
-    ModelFileError
-        for a missing or unreadable file; :class:`~onegraph.verify.guard.UnsafeModelError` (a
-        ``ModelFileError``) naming the first error finding of the pre-check.
-    """
-    from onegraph.verify.check import Source
-    from onegraph.verify.guard import ensure_safe
-
-    data = model_bytes(model)
-    folder = str(Path(model).resolve().parent) if isinstance(model, (str, os.PathLike)) else None
-    label = _label(model)
-    if not trusted:
-        ensure_safe(data, folder=folder, label=label, purpose=purpose)
-    return Source(data, folder, label)
-
-
-def load_model(model: Any, *, trusted: bool = False) -> onnx.ModelProto:
-    """Parse a model (path, bytes, ModelProto) into an ``onnx.ModelProto``; errors name the file.
-
-    Unless ``trusted``, the bytes are first parsed in an isolated process (:func:`read_model`), so a file
-    that would crash the protobuf parser raises :class:`~onegraph.errors.ModelFileError` instead.
-    """
-    if isinstance(model, onnx.ModelProto):
-        return model
-    data = read_model(model, trusted=trusted, purpose="parse").data
-    proto = onnx.ModelProto()
-    try:
-        proto.ParseFromString(data)
-    except Exception as exc:  # protobuf's DecodeError, or RuntimeError from upb
-        raise ModelFileError(f"{_label(model)} is not a valid ONNX model ({type(exc).__name__})",
-                             hint="check that the file is a complete .onnx file") from None
-    if not proto.HasField("graph"):
-        raise ModelFileError(f"{_label(model)} holds no graph; it is not an ONNX model",
-                             hint="check that the file is a complete .onnx file")
-    return proto
-
-
-def _label(model: Any) -> str:
-    return f"model file {model}" if isinstance(model, (str, os.PathLike)) else "the model bytes"
 
 
 # -- tables ---------------------------------------------------------------------------------------
@@ -171,10 +78,10 @@ def read_table(path: str | os.PathLike, *, dtypes: dict[str, str] | None = None,
                specs: Sequence[Any] | None = None) -> pd.DataFrame:
     """Read a CSV or Parquet file into a DataFrame.
 
-    ``specs`` (the model's input schema, :class:`~onegraph.frame.schema.ColumnSpec` list) or ``dtypes``
+    ``specs`` (the model's input schema, :class:`~onegraph.contract.columns.ColumnSpec` list) or ``dtypes``
     (column -> kind) makes CSV columns read as the model takes them: text columns stay text even when every
     value looks like a number, datetime columns are parsed
-    (:func:`~onegraph.frame.schema.parse_datetime_text`: a tz-aware column in its stored zone, whatever
+    (:func:`~onegraph.contract.feeds.parse_datetime_text`: a tz-aware column in its stored zone, whatever
     offsets the text has).
 
     Raises
@@ -222,7 +129,7 @@ def _sniff_delimiter(p: Path) -> str | None:
 
 
 def _read_csv(p: Path, kinds: dict[str, str], zones: dict[str, str], sep: str) -> pd.DataFrame:
-    from onegraph.frame.schema import parse_datetime_text
+    from onegraph.contract.feeds import parse_datetime_text
 
     header = pd.read_csv(p, nrows=0, sep=sep).columns
     dtype = {c: "str" for c in header if kinds.get(str(c)) == "string"}

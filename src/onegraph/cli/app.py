@@ -1,6 +1,8 @@
-"""The typer application and the consoles every command module shares."""
+"""The typer application, the consoles every command module shares, and the global options."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import typer
 from rich.console import Console
@@ -11,3 +13,18 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 out = Console(highlight=False, soft_wrap=True)
 #: notes, progress and errors (stderr)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+@dataclasses.dataclass
+class Options:
+    """Options of the whole command line (before the command name)."""
+
+    debug: bool = False
+
+
+options = Options()
+
+
+@app.callback()
+def _global(debug: bool = typer.Option(False, "--debug", help="Print the traceback of an error too.")) -> None:
+    options.debug = debug

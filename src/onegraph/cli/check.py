@@ -25,8 +25,8 @@ def check(
     """Parse, check (onnx.checker full_check and onegraph's own checks) and open MODEL in onnxruntime, in a
     separate process with memory, CPU, wall-time and file-size limits. A crash or an exhausted limit becomes
     a finding. Exit code: 0 clean, 1 findings, 2 could not check."""
-    from onegraph.verify.check import check as run_check
-    from onegraph.verify.limits import Limits
+    from onegraph.check.run import check as run_check
+    from onegraph.check.limits import Limits
 
     try:
         report = run_check(model, limits=Limits.parse(limits),

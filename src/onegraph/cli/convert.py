@@ -48,7 +48,7 @@ def convert(
     """Convert MODEL to another opset (--opset N) or to float16 / bfloat16 (--fp16 / --bf16), verify that
     the result computes the same values on the same inputs, print a per-operator report, and write OUT
     only when it does (or with --accept-diff)."""
-    from onegraph.verify import convert_float16, convert_opset
+    from onegraph.convert import convert_float16, convert_opset
 
     chosen = [name for name, on in (("--opset", opset is not None), ("--fp16", fp16), ("--bf16", bf16)) if on]
     if len(chosen) != 1:

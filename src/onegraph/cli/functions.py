@@ -24,7 +24,8 @@ def _transform(model: Path, output: Path, change: Callable) -> object:
     import onnx
     import onnx_ir as ir
 
-    from onegraph.io import load_model, save_model
+    from onegraph.check.loader import load_model
+    from onegraph.io import save_model
 
     if output.resolve() == model.resolve():
         raise OnegraphError(f"the output {output} is the input model", hint="write the result to another file")
@@ -48,7 +49,7 @@ def list_(
     """List MODEL's model-local functions: calls, body size, inputs and outputs."""
     import onnx_ir as ir
 
-    from onegraph.io import load_model
+    from onegraph.check.loader import load_model
     from onegraph.passes import list_functions
     from onegraph.passes.scopes import metadata_chain, name_chain
 

@@ -138,7 +138,8 @@ def strip(
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the lean model (.onnx).")],
 ) -> None:
     """Remove every statistic, quantization annotation and the scale / zero-point initializers onegraph added."""
-    from onegraph.io import check_output_path, model_bytes, save_model
+    from onegraph.io import check_output_path, save_model
+    from onegraph.check.loader import model_bytes
     from onegraph.stats.annotate import strip as strip_model
 
     check_output_path(output)

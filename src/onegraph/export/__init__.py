@@ -11,7 +11,7 @@ from onegraph.export.compose import compose
 from onegraph.export.ensemble import Ensemble
 from onegraph.export.merge import compose_models
 from onegraph.export.postprocess import LabelMap, Threshold, TopK
-from onegraph.meta.schema import SequenceSpec
+from onegraph.contract.metadata import SequenceSpec
 
 __all__ = ["build", "compose", "compose_models", "Ensemble", "Threshold", "LabelMap", "TopK", "SequenceSpec", "Adapter", "Consumes",
            "adapt", "SklearnModel", "BoostingModel", "TorchModule", "OnnxModel"]

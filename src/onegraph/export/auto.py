@@ -1,6 +1,6 @@
 """Preprocessing and model chosen from the data, for ``onegraph build DATA --target COL``.
 
-Per column kind (see :mod:`onegraph.frame.schema`):
+Per column kind (see :mod:`onegraph.contract.columns`):
 
 * numbers and booleans: median imputation (with a missing-indicator when the column has gaps), then
   standard scaling;
@@ -27,7 +27,8 @@ from sklearn.pipeline import Pipeline
 
 from onegraph.errors import ColumnTypeError, DataError, ExportError
 from onegraph.frame.dateparse import date_format, parse_pandas
-from onegraph.frame.schema import NA_INT64, spec_for, to_feed
+from onegraph.contract.columns import NA_INT64, spec_for
+from onegraph.contract.feeds import to_feed
 from onegraph.frame.transformers import DateParts, OneHotEncoder, SimpleImputer, StandardScaler
 
 CLASSIFIERS = {

@@ -18,10 +18,10 @@ import onegraph
 from onegraph.emit import BOOL, DOUBLE, FLOAT, INT64, STRING, Col, GraphBuilder
 from onegraph.errors import ExportError, MissingColumnError, ParityError
 from onegraph.export.adapters.contract import qualified_name
-from onegraph.frame.data import as_pandas
-from onegraph.frame.schema import ColumnSpec, spec_for
-from onegraph.meta import schema as meta
-from onegraph.verify import guard
+from onegraph.contract.tables import as_pandas
+from onegraph.contract.columns import ColumnSpec, spec_for
+from onegraph.contract import metadata as meta
+from onegraph.check import guard
 
 _INPUT_TYPES = {"double": DOUBLE, "float": FLOAT, "int64": INT64, "bool": BOOL, "string": STRING}
 
@@ -75,7 +75,7 @@ def build(preprocessing: Any, model: Any = None, sample: Any = None, *, path: st
         are the transformed columns (named by ``get_feature_names_out``).
     sample:
         A table (pandas / polars / Arrow / dict / records) with the input columns, as the data will come:
-        its dtypes decide the graph inputs (see :mod:`onegraph.frame.schema`); its rows are used for the
+        its dtypes decide the graph inputs (see :mod:`onegraph.contract.columns`); its rows are used for the
         parity check.
     path:
         If given, the model is written there (atomically) after it passes the parity check.
@@ -83,7 +83,7 @@ def build(preprocessing: Any, model: Any = None, sample: Any = None, *, path: st
         Run the source objects and the graph on ``sample`` and refuse a model whose outputs differ
         (labels must be identical; numbers within ``atol + rtol * |expected|``).
     metadata:
-        Fields of :mod:`onegraph.meta.schema` to record (``author``, ``license``, ``intended_use``,
+        Fields of :mod:`onegraph.contract.metadata` to record (``author``, ``license``, ``intended_use``,
         ``lineage``, ``training_data`` name...), over the ones build fills: ``created_at``, ``producer``,
         ``source_library``, ``training_algorithm``, ``hyperparameters`` (``get_params``), ``training_data``
         (rows, columns and content hash of ``sample``, taken to be the training data), ``inputs``,

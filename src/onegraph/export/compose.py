@@ -35,9 +35,9 @@ from onegraph.export.adapters.contract import Adapter, adapt
 from onegraph.export.adapters.models import ModelOutputs, unscored_labels_missing
 from onegraph.export.ensemble import Ensemble
 from onegraph.export.postprocess import PostStep
-from onegraph.frame.data import as_pandas
-from onegraph.frame.schema import spec_for
-from onegraph.meta.schema import SequenceSpec
+from onegraph.contract.tables import as_pandas
+from onegraph.contract.columns import spec_for
+from onegraph.contract.metadata import SequenceSpec
 
 
 def compose(preprocessing: Any, models: Any, sample: Any, *, ensemble: Ensemble | str | None = None,

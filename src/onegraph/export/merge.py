@@ -28,14 +28,15 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
-from onegraph.emit import DOUBLE, FLOAT, Col, GraphBuilder, check_entries
+from onegraph.emit import DOUBLE, FLOAT, Col, GraphBuilder
+from onegraph.contract.outputs import check_entries
 from onegraph.errors import ExportError
 from onegraph.export.adapters.models import ModelOutputs
 from onegraph.export.ensemble import Ensemble
 from onegraph.export.postprocess import PostStep
-from onegraph.frame.schema import ColumnSpec
-from onegraph.io import load_model
-from onegraph.meta import schema as meta
+from onegraph.contract.columns import ColumnSpec
+from onegraph.check.loader import load_model
+from onegraph.contract import metadata as meta
 
 _ROLE_BY_NAME = {"label": "label", "probabilities": "probabilities", "prediction": "prediction"}
 _ELEM = {onnx.TensorProto.DOUBLE: ("float", "double"), onnx.TensorProto.FLOAT: ("float", "float"),

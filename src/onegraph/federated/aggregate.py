@@ -299,7 +299,7 @@ def _lineage(model: Loaded, headers: list[DeltaHeader], method: str, trim: float
     ``created_at``, ``producer``."""
     import onegraph
     from onegraph.meta import encode
-    from onegraph.meta.schema import now_rfc3339
+    from onegraph.contract.metadata import now_rfc3339
 
     entry = {"round": headers[0].round, "base_model": model.hash, "method": method, "clients": len(headers),
              "samples": sum(h.samples for h in headers)}

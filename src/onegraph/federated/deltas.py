@@ -216,7 +216,7 @@ def last_round(fields: dict[str, Any]) -> int:
 
 def _header_metadata(base: Loaded, samples: int, round: int, described: dict, client: str | None) -> dict[str, str]:
     import onegraph
-    from onegraph.meta.schema import now_rfc3339
+    from onegraph.contract.metadata import now_rfc3339
 
     metadata = {"format": FORMAT, "format_version": FORMAT_VERSION, "fingerprint": base.fingerprint,
                 "base_model": base.hash, "samples": str(samples), "round": str(round),

@@ -117,5 +117,5 @@ def _dims(shape: ir.Shape | None) -> str:
 
 
 def dtype_name(dtype: ir.DataType) -> str:
-    """The ONNX element type as :mod:`onegraph.meta.schema` spells it (``float``, ``double``, ``int8``...)."""
+    """The ONNX element type as :mod:`onegraph.contract.metadata` spells it (``float``, ``double``, ``int8``...)."""
     return onnx.TensorProto.DataType.Name(dtype.value).lower()

@@ -109,7 +109,7 @@ def load(model: Any, *, trusted: bool = False, role: str = "model") -> Loaded:
 
     Raises :class:`~onegraph.errors.ModelFileError` for a file that is not a model or fails the pre-check.
     """
-    from onegraph.io import load_model
+    from onegraph.check.loader import load_model
     from onegraph.meta import model_hash, read
 
     proto = load_model(model, trusted=trusted)
@@ -277,7 +277,7 @@ def mark_trainable(model: Any, patterns: Iterable[str], *, path: str | os.PathLi
                    trusted: bool = False) -> onnx.ModelProto:
     """A copy of ``model`` whose metadata declares the parameters matching ``patterns`` trainable.
 
-    Writes ``transfer_learning`` (:mod:`onegraph.meta.schema`): ``base_model`` = the hash of ``model``,
+    Writes ``transfer_learning`` (:mod:`onegraph.contract.metadata`): ``base_model`` = the hash of ``model``,
     ``trainable`` = the selected initializers (kept ``frozen`` names that are not selected stay frozen).
     Deltas against the result exchange exactly those parameters unless told otherwise.
 

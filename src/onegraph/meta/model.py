@@ -1,4 +1,4 @@
-"""Reading, writing and comparing a model's metadata (:mod:`onegraph.meta.schema`), and the values
+"""Reading, writing and comparing a model's metadata (:mod:`onegraph.contract.metadata`), and the values
 ``onegraph.build`` fills in: hyperparameters, the training data's content hash, the dtypes in use."""
 
 from __future__ import annotations
@@ -13,8 +13,17 @@ from typing import Any
 import numpy as np
 import onnx
 
-from onegraph.meta.schema import (FIELDS, PREFIX, SCHEMA_VERSION, STANDARD_KEYS, Metadata, MetadataError, encode, read,
-                                   validate)
+from onegraph.contract.metadata import (
+    FIELDS,
+    PREFIX,
+    SCHEMA_VERSION,
+    STANDARD_KEYS,
+    Metadata,
+    encode,
+    read,
+    validate,
+)
+from onegraph.errors import MetadataError
 
 _ALIASES = {standard: name for name, standard in STANDARD_KEYS.items()}
 
@@ -24,12 +33,12 @@ def read_metadata(model: Any, *, trusted: bool = False) -> Metadata:
 
     Besides each value's own type, the names it mentions must exist: ``inputs`` / ``outputs`` entries name
     graph inputs / outputs, ``transfer_learning`` parameters name initializers, ``precision`` regions name
-    nodes. Problems are :class:`~onegraph.meta.schema.MetadataError` entries of ``Metadata.errors``.
+    nodes. Problems are :class:`~onegraph.errors.MetadataError` entries of ``Metadata.errors``.
 
     Raises :class:`~onegraph.errors.ModelFileError` for a file that is not a model (see
-    :func:`onegraph.io.load_model`; ``trusted`` skips its isolated pre-parse).
+    :func:`onegraph.check.loader.load_model`; ``trusted`` skips its isolated pre-parse).
     """
-    from onegraph.io import load_model
+    from onegraph.check.loader import load_model
 
     proto = load_model(model, trusted=trusted)
     found = read({p.key: p.value for p in proto.metadata_props})
@@ -82,10 +91,10 @@ def set_metadata(model: Any, updates: Mapping[str, Any] | None = None, *, remove
     ------
     MetadataError
         naming the first malformed value, a ``meta_version`` newer than this onegraph's schema
-        (:data:`~onegraph.meta.schema.SCHEMA_VERSION`: it would claim fields this version cannot write), or
+        (:data:`~onegraph.contract.metadata.SCHEMA_VERSION`: it would claim fields this version cannot write), or
         with ``missing_ok=False`` a key to remove that is absent (nothing is changed).
     """
-    from onegraph.io import load_model
+    from onegraph.check.loader import load_model
 
     proto = onnx.ModelProto()
     proto.CopyFrom(load_model(model, trusted=trusted))

@@ -27,7 +27,7 @@ import re
 
 import onnx_ir as ir
 
-from onegraph.emit import CLASS_KEY, NAMESPACE_KEY, SCOPES_KEY
+from onegraph.contract.scopes import CLASS_KEY, NAMESPACE_KEY, SCOPES_KEY
 
 TORCH_NAME_SCOPES = "pkg.torch.onnx.name_scopes"
 TORCH_CLASS_HIERARCHY = "pkg.torch.onnx.class_hierarchy"

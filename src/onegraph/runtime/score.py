@@ -62,7 +62,7 @@ def score(model: Any, data: Any, *, trusted: bool = False) -> pd.DataFrame:
         column -> values (scalars mean one row) or a list of records. Extra columns are ignored.
     trusted:
         Skip the pre-check (an isolated process parses and opens the model first, once per file content;
-        see :func:`onegraph.io.read_model`). Only for files you made or trust.
+        see :func:`onegraph.check.loader.read_model`). Only for files you made or trust.
 
     Returns
     -------
@@ -77,7 +77,7 @@ def score(model: Any, data: Any, *, trusted: bool = False) -> pd.DataFrame:
     UnknownCategoryError
         for categories never seen in fit where the encoder was set to refuse them.
     ModelFileError, RuntimeFailure
-        for a model that cannot be read or run; :class:`~onegraph.verify.guard.UnsafeModelError` (a
+        for a model that cannot be read or run; :class:`~onegraph.check.guard.UnsafeModelError` (a
         ``ModelFileError``) when the pre-check finds an error, naming it.
     """
     return cached_session(model, trusted=trusted).score(data)

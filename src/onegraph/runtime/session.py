@@ -1,6 +1,6 @@
 """One onnxruntime session per model, fed straight from DataFrames.
 
-A :class:`Session` reads the input schema stored in the model (see :mod:`onegraph.frame.schema`) once,
+A :class:`Session` reads the input schema stored in the model (see :mod:`onegraph.contract.columns`) once,
 then turns each table it is given into feeds column by column (no copy of the whole table, no pandas
 indexing per row), runs onnxruntime in batches and returns the outputs as a DataFrame whose index is the
 input's. Rows a step refuses (a category never seen in fit, with ``handle_unknown="error"``) raise
@@ -19,7 +19,7 @@ import numpy as np
 import onnxruntime as ort
 import pandas as pd
 
-from onegraph.emit import check_entries
+from onegraph.contract.outputs import check_entries
 from onegraph.errors import (
     ConfigError,
     DataError,
@@ -29,19 +29,13 @@ from onegraph.errors import (
     RuntimeFailure,
     UnknownCategoryError,
 )
-from onegraph.frame.data import column_reader
-from onegraph.frame.schema import (
-    MISSING_STRING,
-    NA_INT64,
-    ColumnSpec,
-    single_row_feeds,
-    small_frame_feeds,
-    to_feed,
-)
-from onegraph.io import load_model, read_model
-from onegraph.meta import schema as meta
+from onegraph.contract.tables import column_reader
+from onegraph.contract.columns import MISSING_STRING, NA_INT64, ColumnSpec
+from onegraph.contract.feeds import single_row_feeds, small_frame_feeds, to_feed
+from onegraph.check.loader import load_model, read_model
+from onegraph.contract import metadata as meta
 from onegraph.runtime.frames import FrameTemplate
-from onegraph.runtime.options import session_options
+from onegraph.check.options import session_options
 
 _ORT_KINDS = {
     "tensor(double)": ("float", "double"), "tensor(float)": ("float", "float"), "tensor(int64)": ("int", "int64"),
@@ -62,13 +56,13 @@ class Session:
         Rows per onnxruntime call; larger tables are scored in batches of this size.
     trusted:
         Skip the pre-check that parses and opens the model in an isolated process first
-        (:func:`onegraph.io.read_model`); only for files you made or trust.
+        (:func:`onegraph.check.loader.read_model`); only for files you made or trust.
 
     Raises
     ------
     ModelFileError
         when the model cannot be read or onnxruntime cannot open it;
-        :class:`~onegraph.verify.guard.UnsafeModelError` when the pre-check finds an error (naming it).
+        :class:`~onegraph.check.guard.UnsafeModelError` when the pre-check finds an error (naming it).
     """
 
     def __init__(self, model: Any, *, threads: int | None = None, batch_size: int = 65536,

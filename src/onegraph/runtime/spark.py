@@ -30,7 +30,7 @@ from onegraph.errors import (
     OnegraphError,
     RuntimeFailure,
 )
-from onegraph.frame.schema import ColumnSpec
+from onegraph.contract.columns import ColumnSpec
 
 #: Spark type names (``DataType.typeName()``) each input kind accepts
 _ACCEPTED = {
@@ -79,7 +79,7 @@ class _Model:
     """A model's bytes, checked once on the driver, and the layout of its scored columns."""
 
     def __init__(self, model: Any, trusted: bool) -> None:
-        from onegraph.io import read_model
+        from onegraph.check.loader import read_model
         from onegraph.runtime.session import Session
 
         source = read_model(model, trusted=trusted, purpose="run")
@@ -143,7 +143,7 @@ def score(df: Any, model: Any, *, batch_size: int = 65536, threads: int = 1, kee
         Input columns to carry into the output: True for all (an output column of the same name replaces
         it), False for none, or a list of names.
     trusted:
-        Skip the pre-check of the model in an isolated process (see :func:`onegraph.io.read_model`).
+        Skip the pre-check of the model in an isolated process (see :func:`onegraph.check.loader.read_model`).
 
     Returns
     -------

@@ -1,7 +1,7 @@
 """Rows -> windows for sequence models: group, sort, and index the last ``window`` rows of each row.
 
 A sequence model built by onegraph (metadata ``org.onegraph.sequence``, see
-:class:`onegraph.meta.schema.SequenceSpec`) preprocesses every row once in the graph, then gathers for each
+:class:`onegraph.contract.metadata.SequenceSpec`) preprocesses every row once in the graph, then gathers for each
 row the rows of its window. The runtime does the part that needs the whole table: it sorts the rows by
 (group, order) — stable, so rows with equal times keep their input order — feeds them in that order, and
 gives the graph the window of each sorted row as row positions (``-1`` for padding before a group's first
@@ -83,7 +83,7 @@ def sequence_feeds(spec: Any, get: Any, names: list[str], feeds: dict[str, np.nd
     """Feeds reordered by (group, order) plus the window input; returns ``(perm, feeds)``.
 
     ``get(column)`` reads a column of the data (the session's column reader); ``spec`` is the model's
-    :class:`~onegraph.meta.schema.SequenceSpec`.
+    :class:`~onegraph.contract.metadata.SequenceSpec`.
     """
     values = {}
     for column in (spec.group, spec.order):

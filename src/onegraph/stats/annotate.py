@@ -60,7 +60,7 @@ import onnx
 import onnx_ir as ir
 
 from onegraph.errors import OnegraphError
-from onegraph.io import load_model
+from onegraph.check.loader import load_model
 from onegraph.stats.accumulators import ChannelStats, Histogram, OutlierCount, TensorStats
 from onegraph.stats.qparams import FLOAT8_TYPES, INTEGER_TYPES, QuantParams
 

@@ -29,7 +29,7 @@ import onnx
 import onnx_ir as ir
 
 from onegraph.errors import ConfigError, DataError, MissingColumnError, ModelFileError, RuntimeFailure
-from onegraph.io import load_model
+from onegraph.check.loader import load_model
 from onegraph.stats.accumulators import TensorAccumulator, TensorStats
 
 FLOAT_TYPES = (ir.DataType.FLOAT, ir.DataType.DOUBLE, ir.DataType.FLOAT16, ir.DataType.BFLOAT16)
@@ -323,7 +323,7 @@ class _Runner:
     """onnxruntime on the exposed model, fed from tables (onegraph models) or numpy arrays (any model)."""
 
     def __init__(self, exposed: bytes, original: onnx.ModelProto, threads: int | None) -> None:
-        from onegraph.meta import schema as meta
+        from onegraph.contract import metadata as meta
         from onegraph.runtime import Session
 
         fields, _ = meta.decode({p.key: p.value for p in original.metadata_props})
@@ -337,7 +337,7 @@ class _Runner:
             return
         import onnxruntime as ort
 
-        from onegraph.runtime.options import session_options
+        from onegraph.check.options import session_options
 
         try:
             session = ort.InferenceSession(exposed, session_options(threads=threads), providers=["CPUExecutionProvider"])

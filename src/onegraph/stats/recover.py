@@ -24,7 +24,7 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
-from onegraph.io import load_model
+from onegraph.check.loader import load_model
 from onegraph.stats.accumulators import ChannelStats, TensorStats
 from onegraph.stats.annotate import AnnotateStatsPass
 from onegraph.stats.qparams import _FULL, FLOAT8_TYPES, INTEGER_TYPES

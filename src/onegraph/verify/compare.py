@@ -31,7 +31,7 @@ import numpy as np
 import onnx
 
 from onegraph.errors import ConfigError, DataError, OnegraphError
-from onegraph.io import load_model
+from onegraph.check.loader import load_model
 from onegraph.verify.feeds import model_feeds
 from onegraph.verify.intermediates import expose, inlined, with_types
 from onegraph.verify.lowprec import reference_run

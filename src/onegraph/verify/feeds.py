@@ -25,8 +25,9 @@ import numpy as np
 import onnx
 
 from onegraph.errors import DataError
-from onegraph.io import load_model, read_table
-from onegraph.meta import schema as meta
+from onegraph.check.loader import load_model
+from onegraph.io import read_table
+from onegraph.contract import metadata as meta
 
 Feeds = dict[str, np.ndarray]
 
@@ -124,7 +125,7 @@ def _cast(inp: onnx.ValueInfoProto, arr: np.ndarray) -> np.ndarray:
 
 def table_feeds(proto: onnx.ModelProto, data: Any, *, rows: int | None = None) -> Feeds:
     """Feeds from a table: onegraph's schema when the model has one, else columns matched to inputs."""
-    from onegraph.frame.data import as_pandas
+    from onegraph.contract.tables import as_pandas
 
     frame = as_pandas(data)
     if rows is not None:

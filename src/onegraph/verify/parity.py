@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from onegraph.frame.data import as_pandas
-from onegraph.frame.schema import MISSING_STRING
+from onegraph.contract.tables import as_pandas
+from onegraph.contract.columns import MISSING_STRING
 
 
 @dataclasses.dataclass
@@ -144,7 +144,8 @@ def _as_graph_values(name: str, values: Any) -> np.ndarray:
     """A source output column in the graph's representation (datetimes as int64 ns, missing text as the
     marker...), so both sides are compared the same way."""
     from onegraph.errors import OnegraphError
-    from onegraph.frame.schema import spec_for, to_feed
+    from onegraph.contract.columns import spec_for
+    from onegraph.contract.feeds import to_feed
 
     try:
         return to_feed(spec_for(name, values), values)

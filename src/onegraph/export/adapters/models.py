@@ -54,7 +54,7 @@ def unscored_labels_missing(g: GraphBuilder, values: dict[str, ir.Value]) -> dic
     ``INT64_MIN`` for integer labels (``pd.NA``), NaN for float labels; bool labels have none and are kept.
     """
     from onegraph.emit import INT64_MIN
-    from onegraph.frame.schema import MISSING_STRING
+    from onegraph.contract.columns import MISSING_STRING
 
     probabilities = values.get("probabilities", values.get("top_probabilities"))
     if probabilities is None or not any(r in values for r in ("label", "top_labels")):

@@ -15,12 +15,13 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
-from onegraph.emit import DOUBLE, FLOAT, GraphBuilder, check_entries
+from onegraph.emit import DOUBLE, FLOAT, GraphBuilder
+from onegraph.contract.outputs import check_entries
 from onegraph.errors import ExportError
 from onegraph.export.adapters.contract import Adapter, Consumes
 from onegraph.export.adapters.models import ModelOutputs
-from onegraph.io import load_model
-from onegraph.meta import schema as meta
+from onegraph.check.loader import load_model
+from onegraph.contract import metadata as meta
 
 _FLOATS = {onnx.TensorProto.FLOAT: "float", onnx.TensorProto.DOUBLE: "double"}
 

@@ -1,7 +1,7 @@
 """``onegraph.spark.from_spark``: a fitted Spark ML ``PipelineModel`` -> one verified onegraph model.
 
 The graph has one input per DataFrame column the pipeline reads (typed by the one table of
-:mod:`onegraph.frame.schema`, through the columns' Arrow types), the feature stages the final model
+:mod:`onegraph.contract.columns`, through the columns' Arrow types), the feature stages the final model
 depends on (:mod:`.stages`; stages it does not need, such as the label's ``StringIndexer``, are left out),
 and the model (:mod:`.models`). Outputs: ``label`` and ``probabilities`` (classifier) or ``prediction``
 (regressor), as :func:`onegraph.build` writes them; a classifier trained on a label indexed by a
@@ -25,7 +25,7 @@ from onegraph.errors import ExportError, MissingColumnError, ParityError
 from onegraph.export.build import _INPUT_TYPES
 from onegraph.export.spark.models import model_emitter, supported_models
 from onegraph.export.spark.stages import Skips, columns_io, stage_emitter, supported_stages
-from onegraph.frame.schema import ColumnSpec, spec_for
+from onegraph.contract.columns import ColumnSpec, spec_for
 
 SKIPPED = "skipped"
 
@@ -70,7 +70,7 @@ def from_spark(pipeline: Any, sample: Any, *, path: str | os.PathLike | None = N
         when the graph's outputs differ from Spark's on ``sample`` (naming the output and the row).
     """
     from onegraph.export.build import _clean, _finish
-    from onegraph.verify import guard
+    from onegraph.check import guard
 
     stages = list(getattr(pipeline, "stages", [pipeline]))
     model = stages[-1]

@@ -19,8 +19,9 @@ from sklearn.utils.validation import check_is_fitted
 
 from onegraph.emit import Col, GraphBuilder
 from onegraph.errors import ColumnTypeError, DataError, MissingColumnError
-from onegraph.frame.data import as_pandas
-from onegraph.frame.schema import MISSING_STRING, ColumnSpec, spec_for, to_feed
+from onegraph.contract.tables import as_pandas
+from onegraph.contract.columns import MISSING_STRING, ColumnSpec, spec_for
+from onegraph.contract.feeds import to_feed
 
 NUMERIC_KINDS = ("float", "int", "bool")
 
@@ -38,7 +39,7 @@ class FrameTransformer(TransformerMixin, BaseEstimator, auto_wrap_output_keys=No
 
     # -- scikit-learn surface -----------------------------------------------------------------
     def fit(self, X: Any, y: Any = None) -> FrameTransformer:
-        """Learn from ``X`` (a table; see :mod:`onegraph.frame.data`). Returns self."""
+        """Learn from ``X`` (a table; see :mod:`onegraph.contract.tables`). Returns self."""
         frame = self._check_frame(X, reset=True)
         self._fit(frame, y)
         return self

@@ -27,7 +27,6 @@ import sklearn.preprocessing
 from onegraph.emit import (
     BOOL,
     INT64_MIN,
-    CHECK_PREFIXES,
     DOUBLE,
     FLOAT,
     INT64,
@@ -37,8 +36,9 @@ from onegraph.emit import (
     register_emitter,
     to_tensor,
 )
+from onegraph.contract.outputs import CHECK_PREFIXES
 from onegraph.errors import ExportError
-from onegraph.frame.schema import MISSING_STRING
+from onegraph.contract.columns import MISSING_STRING
 from onegraph.frame.transformers.base import FrameTransformer, category_values, texts
 from onegraph.frame.transformers.wrapped import SklearnBacked
 

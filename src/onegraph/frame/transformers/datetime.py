@@ -1,7 +1,7 @@
 """Dates and times: calendar parts and differences, from datetime64 columns or date strings.
 
 Both transformers take datetime columns (naive or tz-aware, any unit; in the graph they are int64
-nanoseconds UTC, NaT = INT64_MIN, see :mod:`onegraph.frame.schema`) and text columns, which are parsed in
+nanoseconds UTC, NaT = INT64_MIN, see :mod:`onegraph.contract.columns`) and text columns, which are parsed in
 the graph (ISO 8601 or a ``strftime`` format, see :mod:`onegraph.frame.dateparse`; unparseable text is
 NaT). The pandas side computes with pandas' own ``dt`` accessor; the graph with integer calendar
 arithmetic (:mod:`onegraph.frame.calendar`) and, for a column with a time zone, a table of that zone's
@@ -19,7 +19,8 @@ from onegraph.emit import BOOL, DOUBLE, INT64, INT64_MIN, STRING, Col, GraphBuil
 from onegraph.errors import ColumnTypeError
 from onegraph.frame.calendar import Calendar
 from onegraph.frame.dateparse import DateFormat, date_format, emit_parse, parse_pandas
-from onegraph.frame.schema import NA_INT64, to_feed
+from onegraph.contract.columns import NA_INT64
+from onegraph.contract.feeds import to_feed
 from onegraph.frame.tensors import Val, where
 from onegraph.frame.timezones import OffsetTable, covered, local_time, offset_table
 from onegraph.frame.transformers.base import FrameTransformer

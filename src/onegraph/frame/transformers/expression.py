@@ -21,7 +21,7 @@ import pandas as pd
 
 from onegraph.emit import BOOL, DOUBLE, INT64, STRING, Col, GraphBuilder
 from onegraph.errors import ColumnTypeError, ExportError, MissingColumnError
-from onegraph.frame.schema import MISSING_STRING
+from onegraph.contract.columns import MISSING_STRING
 from onegraph.frame.tensors import Val, scalar, where
 from onegraph.frame.transformers.base import FrameTransformer, numbers, texts
 

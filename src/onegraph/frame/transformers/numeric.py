@@ -18,7 +18,7 @@ import sklearn.preprocessing
 
 from onegraph.emit import BOOL, DOUBLE, STRING, Col, GraphBuilder, register_emitter
 from onegraph.errors import ColumnTypeError, ExportError
-from onegraph.frame.schema import MISSING_STRING
+from onegraph.contract.columns import MISSING_STRING
 from onegraph.frame.transformers.base import NUMERIC_KINDS, FrameTransformer, numbers, texts
 from onegraph.frame.transformers.wrapped import SklearnBacked
 

@@ -3,7 +3,7 @@
 Every graph here uses standard ai.onnx string operators (``StringConcat``, ``StringSplit``,
 ``RegexFullMatch``, opset >= 20) and ``ai.onnx.ml.LabelEncoder``; none depends on the host locale. The
 pandas side uses the ``str`` accessor on object columns (Python's ``re`` for patterns). Missing text is
-pandas' NaN / None; in the graph it is :data:`~onegraph.frame.schema.MISSING_STRING`.
+pandas' NaN / None; in the graph it is :data:`~onegraph.contract.columns.MISSING_STRING`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pandas as pd
 
 from onegraph.emit import BOOL, DOUBLE, INT64, STRING, Col, GraphBuilder
 from onegraph.errors import ColumnTypeError, ConfigError
-from onegraph.frame.schema import MISSING_STRING
+from onegraph.contract.columns import MISSING_STRING
 from onegraph.frame.strings import concat, full_match, part, split, text
 from onegraph.frame.tensors import Val, any_of, maximum, where
 from onegraph.frame.transformers.base import FrameTransformer, numbers, texts

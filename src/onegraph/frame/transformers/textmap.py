@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from onegraph.emit import BOOL, DOUBLE, INT64, STRING, Col, GraphBuilder
-from onegraph.frame.schema import MISSING_STRING
+from onegraph.contract.columns import MISSING_STRING
 from onegraph.frame.strings import full_match, join, part, replace, split
 from onegraph.frame.tensors import Val, lookup, maximum, where
 from onegraph.frame.transformers.base import FrameTransformer, texts

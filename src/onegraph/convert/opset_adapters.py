@@ -3,7 +3,7 @@
 Each adapter rewrites one node of a graph at opset ``src`` into nodes that are valid **at opset ``dst``**,
 or raises :class:`Refusal` saying why no equivalent exists. The nodes it emits live in the private domain
 :data:`TARGET_DOMAIN` while onnx's converter runs, so the converter passes them through untouched; the
-domain is set back to the default one afterwards (see :mod:`onegraph.verify.convert`). Constants are emitted
+domain is set back to the default one afterwards (see :mod:`onegraph.convert.opset`). Constants are emitted
 as ``Constant`` nodes, so the same adapters work in function bodies, which cannot hold initializers.
 
 Adapters (operator: what it does):
@@ -36,7 +36,7 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
-from onegraph.verify.constants import TARGET_DOMAIN, constant_input
+from onegraph.convert.constants import TARGET_DOMAIN, constant_input
 
 #: operators whose version bumps (in the default domain) changed only the admitted types or the text
 TYPE_ONLY = {

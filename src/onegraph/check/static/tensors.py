@@ -17,8 +17,8 @@ from collections.abc import Iterator
 import onnx
 from onnx import TensorProto
 
-from onegraph.verify.findings import Finding
-from onegraph.verify.static.walk import TensorSite
+from onegraph.check.findings import Finding
+from onegraph.check.static.walk import TensorSite
 
 INT64_MAX = (1 << 63) - 1
 _SUB_BYTE_BITS = {TensorProto.INT4: 4, TensorProto.UINT4: 4, TensorProto.FLOAT4E2M1: 4,

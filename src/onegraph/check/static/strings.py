@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import Message
 
-from onegraph.verify.findings import Finding
+from onegraph.check.findings import Finding
 
 
 def sanitize(message: Message, path: str = "") -> Iterator[Finding]:

@@ -2,7 +2,7 @@
 
 How a model is converted:
 
-1. Its annotations and metadata are recorded (:mod:`onegraph.verify.preserve`).
+1. Its annotations and metadata are recorded (:mod:`onegraph.convert.preserve`).
 2. Each graph to convert (the main graph, with its subgraphs, and each model-local function's body, wrapped in
    a model of its own) is checked before onnx's converter runs: a node whose input becomes an attribute at
    the target opset (Unsqueeze ``axes`` below 13, ``scales`` of Resize...) needs a value known now; one
@@ -10,7 +10,7 @@ How a model is converted:
    the tensor named (the converter's "input is not in initializer").
 3. ``onnx.version_converter.convert_version`` converts the graph. When it fails for an operator (an
    adapter it lacks, or "No Previous Version"), the nodes of that operator are rewritten by onegraph's
-   adapter (:mod:`onegraph.verify.opset_adapters`) straight into the target opset, in a private domain the
+   adapter (:mod:`onegraph.convert.opset_adapters`) straight into the target opset, in a private domain the
    converter leaves alone, and the converter runs again; an operator with no adapter, or a node its adapter
    cannot express, is refused and named.
 4. Function bodies get their attribute references (which the converter drops) back; nodes of other domains
@@ -36,13 +36,14 @@ import onnx_ir as ir
 from onnx import version_converter
 
 from onegraph.errors import ConfigError, ConversionError, OnegraphError
-from onegraph.io import load_model, save_model
-from onegraph.verify import opset_adapters as adapters
-from onegraph.verify import preserve
-from onegraph.verify.constants import constant_input
+from onegraph.check.loader import load_model
+from onegraph.io import save_model
+from onegraph.convert import opset_adapters as adapters
+from onegraph.convert import preserve
+from onegraph.convert.constants import constant_input
 from onegraph.verify.feeds import model_feeds
-from onegraph.verify.opset_adapters import TARGET_DOMAIN, Context, Refusal, since
-from onegraph.verify.report import ConversionReport, NodeConversion
+from onegraph.convert.opset_adapters import TARGET_DOMAIN, Context, Refusal, since
+from onegraph.convert.report import ConversionReport, NodeConversion
 from onegraph.verify.runs import agreement, run
 
 ML_DOMAIN = "ai.onnx.ml"

@@ -1,6 +1,6 @@
 """The calling side of the checking process: start it, send it models, turn its death into a finding.
 
-A :class:`Worker` keeps one checking process (``python -m onegraph.verify._worker``) alive across many
+A :class:`Worker` keeps one checking process (``python -m onegraph.check._worker``) alive across many
 models, so the cost of starting Python and importing onnx and onnxruntime (about a second) is paid once per
 process, not per model. When the process dies (a segfault, an abort, a CPU or file-size limit signal, the
 kernel's OOM killer) or overruns the wall-time limit (it is killed), the model it was checking gets a
@@ -24,8 +24,8 @@ import threading
 import time
 from collections.abc import Sequence
 
-from onegraph.verify.findings import Finding
-from onegraph.verify.limits import Limits
+from onegraph.check.findings import Finding
+from onegraph.check.limits import Limits
 
 _MAX_LINE = 1 << 24
 _START_SECONDS = 120.0
@@ -38,6 +38,8 @@ class Outcome:
     findings: list[Finding]
     stages: dict[str, str]
     died_in: str | None = None
+    #: external data files the model reads, relative to its folder (reported by the static stage)
+    files: list[str] = dataclasses.field(default_factory=list)
 
 
 class Unavailable(Exception):
@@ -77,7 +79,7 @@ class Worker:
         env.update(self._env)
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-X", "faulthandler", "-m", "onegraph.verify._worker"],
+                [sys.executable, "-X", "faulthandler", "-m", "onegraph.check._worker"],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
                 start_new_session=True, close_fds=True)
         except OSError as exc:
@@ -135,6 +137,8 @@ class Worker:
                     current = str(message["stage"])
                 elif "finding" in message:
                     outcome.findings.append(Finding.from_dict(message["finding"]))
+                elif "files" in message:
+                    outcome.files = [str(f) for f in message["files"]]
                 elif "end" in message:
                     outcome.stages[str(message["end"])] = str(message.get("status", "ok"))
                     current = None

@@ -2,7 +2,7 @@
 
 Only the checking process calls these: each runs native code (protobuf parsing, ``onnx.checker``, ONNX
 shape inference, onnxruntime session creation) on untrusted bytes. Every stage returns findings; a crash
-kills the checking process instead, and the calling process reports it (see :mod:`onegraph.verify.sandbox`).
+kills the checking process instead, and the calling process reports it (see :mod:`onegraph.check.sandbox`).
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from onegraph.verify.findings import Finding
-from onegraph.verify.static.walk import has_external_data
+from onegraph.check.findings import Finding
+from onegraph.check.static.walk import has_external_data
 
 STAGES = ("parse", "static", "checker", "runtime")
 #: external-data findings that keep onnxruntime from opening the model (it would read those files)
@@ -26,6 +26,8 @@ class State:
         self.data, self.folder, self.memory = data, folder, memory
         self.model: Any = None
         self.findings: list[Finding] = []
+        #: external data files the model reads (locations relative to ``folder``), once the static stage passed
+        self.files: list[str] = []
 
 
 def run_stage(stage: str, state: State) -> tuple[str, list[Finding]]:
@@ -63,9 +65,12 @@ def _parse(state: State) -> list[Finding]:
 
 
 def _static(state: State) -> list[Finding]:
-    from onegraph.verify.static import static_findings
+    from onegraph.check.static import static_findings
+    from onegraph.check.static.walk import external_locations
 
-    return [_staged(f, "static") for f in static_findings(state.model, folder=state.folder, memory=state.memory)]
+    found = [_staged(f, "static") for f in static_findings(state.model, folder=state.folder, memory=state.memory)]
+    state.files = external_locations(state.model)
+    return found
 
 
 def _checker(state: State) -> list[Finding] | None:
@@ -104,7 +109,7 @@ def _checker(state: State) -> list[Finding] | None:
 def _runtime(state: State) -> list[Finding] | None:
     import onnxruntime as ort
 
-    from onegraph.runtime.options import session_options
+    from onegraph.check.options import session_options
 
     if _external_blocked(state):
         return None

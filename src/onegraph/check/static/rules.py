@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterator
 
 import onnx
 
-from onegraph.verify.findings import Finding
-from onegraph.verify.static.tensors import INT64_MAX, byte_size, small_ints
-from onegraph.verify.static.walk import Body, constants, declared_ranks, domain_of, node_label
+from onegraph.check.findings import Finding
+from onegraph.check.static.tensors import INT64_MAX, byte_size, small_ints
+from onegraph.check.static.walk import Body, constants, declared_ranks, domain_of, node_label
 
 _Rule = Callable[..., Iterator[Finding]]
 _RULES: dict[str, list[_Rule]] = {}

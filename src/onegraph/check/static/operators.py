@@ -15,8 +15,8 @@ from collections.abc import Iterator
 import onnx
 import onnx.defs
 
-from onegraph.verify.findings import Finding
-from onegraph.verify.static.walk import Body, domain_of, node_label
+from onegraph.check.findings import Finding
+from onegraph.check.static.walk import Body, domain_of, node_label
 
 _VARIADIC = 2
 _OPTIONAL = 1

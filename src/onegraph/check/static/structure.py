@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict, deque
 from collections.abc import Iterator
 
-from onegraph.verify.findings import Finding
-from onegraph.verify.static.walk import Body, node_label
+from onegraph.check.findings import Finding
+from onegraph.check.static.walk import Body, node_label
 
 
 def check_body(body: Body) -> Iterator[Finding]:

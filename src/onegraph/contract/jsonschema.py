@@ -1,10 +1,10 @@
-"""The JSON Schema of onegraph's model metadata, generated from :class:`onegraph.meta.schema.ModelMetadata`.
+"""The JSON Schema of onegraph's model metadata, generated from :class:`onegraph.contract.metadata.ModelMetadata`.
 
 The schema describes the decoded fields (what ``onegraph meta show --json`` prints under ``fields``); each
 property says where it is stored (``x-onegraph-key``) and how (``x-onegraph-storage``: ``text`` or ``json``).
 The generated file ships in the package as ``onegraph/meta/metadata.schema.json``; regenerate it with::
 
-    python -m onegraph.meta.jsonschema --write
+    python -m onegraph.contract.jsonschema --write
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from onegraph.meta.schema import PREFIX, SCHEMA_VERSION, ModelMetadata
+from onegraph.contract.metadata import PREFIX, SCHEMA_VERSION, ModelMetadata
 
 SHIPPED = Path(__file__).with_name("metadata.schema.json")
 

@@ -1,8 +1,9 @@
 """The checking process: reads models from stdin, runs the stages, writes findings as JSON lines.
 
-Started by :class:`onegraph.verify.sandbox.Worker` (``python -m onegraph.verify._worker``). Protocol: each
+Started by :class:`onegraph.check.sandbox.Worker` (``python -m onegraph.check._worker``). Protocol: each
 request is one JSON line (``stages``, ``folder``, ``limits``, ``size``) followed by ``size`` bytes of model;
 the answer is JSON lines: ``{"stage": s}`` when a stage starts, ``{"finding": {...}}`` for each finding,
+``{"files": [...]}`` after the static stage (the external data files the model reads),
 ``{"end": s, "status": ...}`` when it ends, ``{"done": 1}`` after the last. JSON, not pickle: the calling
 process must never execute what this process, which handles untrusted bytes, sends back.
 
@@ -31,9 +32,9 @@ def main() -> None:
     import onnx.shape_inference  # noqa: F401
     import onnxruntime  # noqa: F401
 
-    from onegraph.verify import stages
-    from onegraph.verify.findings import Finding
-    from onegraph.verify.static.operators import registry
+    from onegraph.check import stages
+    from onegraph.check.findings import Finding
+    from onegraph.check.static.operators import registry
 
     registry()
     limits = _Limits()
@@ -65,6 +66,8 @@ def main() -> None:
                     found = [Finding("C004", f"ran out of memory (limit {memory:,} bytes)", "process", stage=stage)]
                 for f in found:
                     send({"finding": f.to_dict()})
+                if stage == "static" and state.files:
+                    send({"files": state.files})
                 send({"end": stage, "status": status})
         finally:
             del state, data

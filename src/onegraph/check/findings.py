@@ -172,6 +172,8 @@ class CheckReport:
         bytes).
     seconds:
         Wall time of the whole check.
+    files:
+        The external data files the model reads, relative to its folder.
     """
 
     model: str
@@ -179,6 +181,7 @@ class CheckReport:
     stages: dict[str, str]
     limits: dict[str, Any]
     seconds: float = 0.0
+    files: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def checked(self) -> bool:
@@ -205,9 +208,12 @@ class CheckReport:
         return [f.code for f in self.findings]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "status": "checked" if self.checked else "not checked",
-                "exit_code": self.exit_code, "findings": [f.to_dict() for f in self.findings],
-                "stages": dict(self.stages), "limits": dict(self.limits), "seconds": round(self.seconds, 4)}
+        d = {"model": self.model, "status": "checked" if self.checked else "not checked",
+             "exit_code": self.exit_code, "findings": [f.to_dict() for f in self.findings],
+             "stages": dict(self.stages), "limits": dict(self.limits), "seconds": round(self.seconds, 4)}
+        if self.files:
+            d["external_data"] = list(self.files)
+        return d
 
     def __str__(self) -> str:
         if not self.findings:

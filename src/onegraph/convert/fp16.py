@@ -36,11 +36,12 @@ import onnx
 from onnx import numpy_helper
 
 from onegraph.errors import ConversionError, OnegraphError
-from onegraph.io import load_model, save_model
+from onegraph.check.loader import load_model
+from onegraph.io import save_model
 from onegraph.verify.feeds import model_feeds
 from onegraph.verify.intermediates import expose, inlined
 from onegraph.verify.lowprec import FORMATS, cast_feeds, decide, measure, reference_run, relative_error
-from onegraph.verify.report import ConversionReport, NodeConversion
+from onegraph.convert.report import ConversionReport, NodeConversion
 from onegraph.verify.runs import agreement, run
 
 #: default tolerances per format: (max_error per node, rtol, atol of the outputs)

@@ -135,6 +135,21 @@ def has_external_data(model: onnx.ModelProto) -> bool:
                for body in bodies(model) for site in tensors(body))
 
 
+def external_locations(model: onnx.ModelProto) -> list[str]:
+    """The external data files ``model`` reads: each location once, normalized (``a/./b`` -> ``a/b``), in
+    first-use order. The static checks decide whether they may be read; this only lists them."""
+    found: dict[str, None] = {}
+    for body in bodies(model):
+        for site in tensors(body):
+            if site.tensor.data_location == onnx.TensorProto.EXTERNAL:
+                entries = {e.key: e.value for e in site.tensor.external_data}
+                parts = entries.get("location", "").replace("\\", "/").split("/")
+                location = "/".join(p for p in parts if p not in ("", "."))
+                if location:
+                    found[location] = None
+    return list(found)
+
+
 def declared_ranks(body: Body) -> dict[str, int]:
     """name -> rank for every value whose rank the body states (typed values, stored tensors, Constants)."""
     ranks: dict[str, int] = {}

@@ -11,10 +11,10 @@ from collections.abc import Iterator
 
 import onnx
 
-from onegraph.verify.findings import Finding
-from onegraph.verify.static import operators, rules, strings, structure, tensors
-from onegraph.verify.static.walk import bodies, domain_of
-from onegraph.verify.static.walk import tensors as stored_tensors
+from onegraph.check.findings import Finding
+from onegraph.check.static import operators, rules, strings, structure, tensors
+from onegraph.check.static.walk import bodies, domain_of
+from onegraph.check.static.walk import tensors as stored_tensors
 
 
 def static_findings(model: onnx.ModelProto, *, folder: str | None = None, memory: int = 4 << 30) -> list[Finding]:

@@ -8,7 +8,7 @@ know are kept as they are. Text fields are stored as the text itself, the others
 ``model_license``.
 
 The schema is the pydantic model :class:`ModelMetadata`; ``metadata.schema.json`` next to this file is the
-JSON Schema generated from it (``python -m onegraph.meta.jsonschema --write``).
+JSON Schema generated from it (``python -m onegraph.contract.jsonschema --write``).
 
 ======================  ======  ============================================================================
 field                   stored  meaning
@@ -48,21 +48,14 @@ from typing import Annotated, Any, Literal
 from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, JsonValue, StringConstraints, ValidationError,
                       WithJsonSchema, model_validator)
 
-from onegraph.errors import OnegraphError
+from onegraph.contract.columns import ColumnSpec
+from onegraph.contract.outputs import ROLES
+from onegraph.errors import MetadataError
 
 PREFIX = "org.onegraph."
 SCHEMA_VERSION = 2
 #: field -> the metadata key the ONNX specification names for it (written alongside ours)
 STANDARD_KEYS = {"author": "model_author", "license": "model_license"}
-
-
-class MetadataError(OnegraphError):
-    """A metadata value does not follow the schema."""
-
-    def __init__(self, key: str, message: str, *, hint: str | None = None) -> None:
-        super().__init__(f"metadata key {key!r}: {message}",
-                         hint=hint or "fix the value, or rebuild the model with onegraph")
-        self.key = key
 
 
 # -- value types ----------------------------------------------------------------------------------
@@ -97,23 +90,12 @@ class _Entry(BaseModel):
     model_config = ConfigDict(extra="allow", strict=True)
 
 
-class ColumnSchema(_Entry):
-    """One graph input = one DataFrame column (see :class:`onegraph.frame.schema.ColumnSpec`)."""
-
-    name: str
-    kind: Literal["float", "int", "bool", "string", "datetime", "timedelta"]
-    onnx_type: Literal["double", "float", "int64", "bool", "string"]
-    source_dtype: str = ""
-    tz: str | None = None
-
-
 class OutputSchema(_Entry):
     """What one graph output means."""
 
     name: str = Field(description="graph output name")
     column: str | None = Field(None, description="column the output becomes in score()'s DataFrame")
-    role: Literal["label", "probabilities", "prediction", "feature", "check", "output", "top_labels",
-                  "top_probabilities"]
+    role: Literal[ROLES]
     model: str | None = Field(None, description="composed model the output comes from ('ensemble' for theirs)")
     classes: list[str | int | float | bool] | None = Field(None, description="labels, in probability order")
     kind: str | None = Field(None, description="for a feature: the column kind")
@@ -279,7 +261,7 @@ class ModelMetadata(BaseModel):
     training_algorithm: Text | None = _field("qualified class of the model", "text")
     hyperparameters: dict[str, JsonValue] | None = _field("the model's parameters (get_params)", "json")
     training_data: TrainingData | None = _field("the data the model was fitted on", "json")
-    inputs: list[ColumnSchema] | None = _field("input schema: one entry per graph input / column", "json")
+    inputs: list[ColumnSpec] | None = _field("input schema: one entry per graph input / column", "json")
     outputs: list[OutputSchema] | None = _field("one entry per graph output: role, labels, units", "json")
     author: Text | None = _field("who made the model (also written as model_author)", "text")
     license: Text | None = _field("licence, SPDX identifier or text (also written as model_license)", "text")

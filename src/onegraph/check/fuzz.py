@@ -10,7 +10,7 @@ case ``i`` of seed ``s`` is the same file on every machine, and a crash names it
   opset and IR versions at extremes, external-data locations (traversal, absolute, missing, NUL), outputs
   dropped or invented.
 
-:func:`campaign` checks the mutants with :func:`onegraph.verify.check.check_many` (two checking processes,
+:func:`campaign` checks the mutants with :func:`onegraph.check.run.check_many` (two checking processes,
 each reused from mutant to mutant) and tallies what the checker reported. ``tests/test_check_fuzz.py`` runs a
 bounded budget on every CI run; ``bench/fuzz.py`` runs long campaigns.
 """
@@ -30,9 +30,9 @@ import onnx
 import onnx.parser
 from onnx import TensorProto, helper, numpy_helper
 
-from onegraph.verify.check import Source, check_many
-from onegraph.verify.findings import CheckReport
-from onegraph.verify.limits import Limits
+from onegraph.check.run import Source, check_many
+from onegraph.check.findings import CheckReport
+from onegraph.check.limits import Limits
 
 INTERESTING_INTS = [0, 1, -1, 2, 3, 255, 65535, 2**31 - 1, -(2**31), 2**32, 2**40, 2**62, 2**63 - 1, -(2**63)]
 INTERESTING_DIMS = [-1, 0, 1, 2**31, 2**40, 2**62, 2**63 - 1]

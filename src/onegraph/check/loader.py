@@ -1,0 +1,113 @@
+"""The one entry for models: every public function and command that takes a model reads it here.
+
+What may run in this process is decided once, by what the model is:
+
+* an in-memory ``onnx.ModelProto`` or ``onnx_ir.Model`` is the caller's own object: used as given;
+* a file or bytes may be malformed or malicious: before any onnx or onnxruntime native code touches them
+  here, the isolated checking process (:mod:`onegraph.check.guard`) checks them fully for what the caller is
+  about to do: ``load`` (parse, onegraph's static checks incl. external data, ``onnx.checker`` with full shape
+  inference) before the caller parses the bytes and runs onnx code on them (shape inference, the version
+  converter, onnx-ir); ``run`` (the same, then an onnxruntime session) before it opens a session.
+  ``trusted=True`` skips the check for files the user made or trusts.
+
+Library exceptions that mean "bad file" (protobuf decode errors, onnx-ir's ``SerdeError``) become
+:class:`~onegraph.errors.ModelFileError` naming the file.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from onegraph.check.source import Source, is_in_memory_model, label_of, source_of
+from onegraph.errors import ModelFileError
+
+__all__ = ["PURPOSES", "read_model", "load_model", "load_ir"]
+
+#: what the caller is about to do -> the check stages that must pass first
+PURPOSES = {"load": ("parse", "static", "checker"), "run": ("parse", "static", "checker", "runtime")}
+
+
+def read_model(model: Any, *, trusted: bool = False, purpose: str = "load") -> Source:
+    """The model's bytes, checked for ``purpose`` unless they are the caller's own object or ``trusted``.
+
+    Parameters
+    ----------
+    model:
+        Path to a ``.onnx`` file, its bytes, an ``onnx.ModelProto`` or an ``onnx_ir.Model``.
+    trusted:
+        Skip the check (for files you made or trust): the bytes go straight to the caller.
+    purpose:
+        ``load`` (the caller parses the bytes and may run onnx code on them) or ``run`` (it opens an
+        onnxruntime session): see the module docstring.
+
+    Returns
+    -------
+    Source
+        ``data`` (the bytes), ``folder`` (the file's folder, for external data; None otherwise), ``label``.
+
+    Raises
+    ------
+    ModelFileError
+        for a missing or unreadable file (:class:`~onegraph.check.source.ModelTooLargeError` over 2 GiB);
+        :class:`~onegraph.check.guard.UnsafeModelError` (a ``ModelFileError``) naming the first error finding.
+    """
+    if purpose not in PURPOSES:
+        raise ValueError(f"purpose {purpose!r}: use one of {sorted(PURPOSES)}")
+    source = source_of(model)
+    if not trusted and not is_in_memory_model(model):
+        from onegraph.check.guard import ensure_safe
+
+        ensure_safe(source, stages=PURPOSES[purpose])
+    return source
+
+
+def load_model(model: Any, *, trusted: bool = False, purpose: str = "load") -> Any:
+    """``model`` as an ``onnx.ModelProto``: an in-memory one as given, a file or bytes checked first
+    (:func:`read_model`) and parsed.
+
+    Raises
+    ------
+    ModelFileError
+        naming the file for one that is missing, unreadable, fails the check, or does not parse (trusted).
+    """
+    import onnx
+
+    if isinstance(model, onnx.ModelProto):
+        return model
+    if type(model).__module__.startswith("onnx_ir"):
+        import onnx_ir as ir
+
+        return ir.to_proto(model)
+    source = read_model(model, trusted=trusted, purpose=purpose)
+    proto = onnx.ModelProto()
+    try:
+        proto.ParseFromString(source.data)
+    except Exception as exc:  # protobuf's DecodeError, or RuntimeError from upb
+        raise ModelFileError(f"{source.label} is not a valid ONNX model ({type(exc).__name__})",
+                             hint="check that the file is a complete .onnx file") from None
+    if not proto.HasField("graph"):
+        raise ModelFileError(f"{source.label} holds no graph; it is not an ONNX model",
+                             hint="check that the file is a complete .onnx file")
+    return proto
+
+
+def load_ir(model: Any, *, trusted: bool = False) -> Any:
+    """``model`` as an ``onnx_ir.Model`` (an in-memory one as given; anything else through :func:`load_model`).
+
+    Raises
+    ------
+    ModelFileError
+        as :func:`load_model`, and for a model onnx-ir refuses to deserialize (``SerdeError``), naming the file
+        and onnx-ir's reason.
+    """
+    import onnx_ir as ir
+
+    if isinstance(model, ir.Model):
+        return model
+    proto = load_model(model, trusted=trusted)
+    try:
+        return ir.from_proto(proto)
+    except Exception as exc:  # onnx_ir.serde.SerdeError, or what its deserializers raise on odd messages
+        reason = " ".join(str(exc).split())[:300]
+        raise ModelFileError(f"{label_of(model)} cannot be read as a graph: {reason}",
+                             hint="check it with `onegraph check`") from None
