@@ -51,7 +51,11 @@ def run(tool: str, model: Path, x: np.ndarray, samples: int, batch: int, work: P
         from onegraph.stats import calibrate
 
         return calibrate(model, batches(x, samples, batch), progress=False).stats()
-    from onnxruntime.quantization.calibrate import CalibrationDataReader, CalibrationMethod, create_calibrator
+    from onnxruntime.quantization.calibrate import (
+        CalibrationDataReader,
+        CalibrationMethod,
+        create_calibrator,
+    )
 
     class Reader(CalibrationDataReader):
         def __init__(self) -> None:

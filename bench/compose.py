@@ -46,8 +46,9 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 
 sys.path.insert(0, str(Path(__file__).parent))
-import onegraph  # noqa: E402
 from _timing import fmt, interleaved  # noqa: E402
+
+import onegraph  # noqa: E402
 from onegraph.datasets import load_penguins  # noqa: E402
 from onegraph.export import OnnxModel  # noqa: E402
 from onegraph.frame import OneHotEncoder, SimpleImputer, StandardScaler  # noqa: E402

@@ -45,8 +45,9 @@ from sklearn.preprocessing import OneHotEncoder as SkOneHot
 from sklearn.preprocessing import StandardScaler as SkScaler
 
 sys.path.insert(0, str(Path(__file__).parent))
-import onegraph  # noqa: E402
 from _timing import fmt, interleaved  # noqa: E402
+
+import onegraph  # noqa: E402
 from onegraph.frame import (  # noqa: E402
     Expression,
     OneHotEncoder,

@@ -24,8 +24,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 from _timing import fmt, interleaved  # noqa: E402
+
 from onegraph.check import fuzz  # noqa: E402
-from onegraph.check.run import Source, check_many  # noqa: E402
 from onegraph.check.limits import Limits  # noqa: E402
 from onegraph.check.sandbox import Worker  # noqa: E402
 from onegraph.check.stages import STAGES, State, run_stage  # noqa: E402

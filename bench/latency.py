@@ -31,8 +31,9 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
 sys.path.insert(0, str(Path(__file__).parent))
-import onegraph  # noqa: E402
 from _timing import fmt, interleaved  # noqa: E402
+
+import onegraph  # noqa: E402
 from onegraph.datasets import load_penguins  # noqa: E402
 from onegraph.runtime import cached_session  # noqa: E402
 

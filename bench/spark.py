@@ -88,7 +88,13 @@ def _spark_ml(spark, df):
     """The Spark ML pipeline fitted on the penguins, and its onegraph conversion (checked on them)."""
     from pyspark.ml import Pipeline
     from pyspark.ml.classification import LogisticRegression
-    from pyspark.ml.feature import Imputer, OneHotEncoder, StandardScaler, StringIndexer, VectorAssembler
+    from pyspark.ml.feature import (
+        Imputer,
+        OneHotEncoder,
+        StandardScaler,
+        StringIndexer,
+        VectorAssembler,
+    )
 
     from onegraph.datasets import load_penguins
     from onegraph.spark import from_spark

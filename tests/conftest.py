@@ -96,20 +96,22 @@ def every_built_graph_is_portable():
 
     from onegraph.verify.portable import portability_problems
 
-    # the module, not the function onegraph.export re-exports under the same name
-    build_module = importlib.import_module("onegraph.export.build")
+    # every model onegraph makes (build, compose, merge, Spark conversion) is finished by this one function
+    assemble = importlib.import_module("onegraph.export.assemble")
 
-    finish = build_module._finish
+    finish = assemble.finish
 
-    def checked(*args, **kwargs):
-        proto = finish(*args, **kwargs)
-        problems = portability_problems(proto)
-        assert not problems, "a built graph is not portable:\n  " + "\n  ".join(problems)
-        CHECKED_GRAPHS.append(proto.graph.name)
-        return proto
+    def checked(*args, verify=None, **kwargs):
+        def portable_then_verified(proto):
+            problems = portability_problems(proto)
+            assert not problems, "a built graph is not portable:\n  " + "\n  ".join(problems)
+            CHECKED_GRAPHS.append(proto.graph.name)
+            return verify(proto) if verify is not None else None
+
+        return finish(*args, verify=portable_then_verified, **kwargs)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(build_module, "_finish", checked)
+        mp.setattr(assemble, "finish", checked)
         yield
 
 
@@ -165,3 +167,29 @@ def reference_agrees(model, frame: pd.DataFrame) -> None:
     got = reference_run(model, feeds)
     for name, value in expected.items():
         assert_same_values(np.asarray(got[name]), np.asarray(value), name=name)
+
+
+@pytest.fixture(scope="session")
+def penguins_onnx(tmp_path_factory, penguins) -> Path:
+    """The quickstart's model (impute + one-hot + scale + logistic regression on the penguins), as a file."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    import onegraph
+    from onegraph.frame import OneHotEncoder, SimpleImputer, StandardScaler
+
+    df = penguins.dropna(subset=["species"])
+    x, y = df.drop(columns="species"), df["species"]
+    numeric = ["bill_length_mm", "bill_depth_mm", "flipper_length_mm", "body_mass_g", "year"]
+    pipeline = make_pipeline(
+        ColumnTransformer([
+            ("num", make_pipeline(SimpleImputer(strategy="median"), StandardScaler()), numeric),
+            ("cat", make_pipeline(SimpleImputer(strategy="most_frequent"), OneHotEncoder(handle_unknown="ignore")),
+             ["island", "sex"]),
+        ]),
+        LogisticRegression(max_iter=1000),
+    ).fit(x, y)
+    path = tmp_path_factory.mktemp("penguins") / "penguins.onnx"
+    onegraph.build(pipeline, None, x, path=path)
+    return path

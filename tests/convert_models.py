@@ -87,9 +87,9 @@ def sklearn_model(name: str) -> tuple[bytes, dict[str, np.ndarray], np.ndarray]:
     """skl2onnx models (ONNX-ML operators) on the penguins' numeric columns; expected = predict_proba."""
     from skl2onnx import to_onnx
     from sklearn.ensemble import RandomForestClassifier
+    from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
-    from sklearn.linear_model import LogisticRegression
 
     df = load_penguins().dropna(subset=PENGUIN_NUMERIC + ["species"])
     x = df[PENGUIN_NUMERIC].to_numpy(np.float32)

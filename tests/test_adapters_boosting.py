@@ -35,8 +35,8 @@ def _upgraded(proto: onnx.ModelProto) -> onnx.ModelProto:
 
 def _converted(model, width: int) -> onnx.ModelProto:
     from onnxmltools import convert_lightgbm, convert_xgboost
-    from skl2onnx import convert_sklearn
     from onnxmltools.convert.common.data_types import FloatTensorType
+    from skl2onnx import convert_sklearn
 
     types = [("X", FloatTensorType([None, width]))]
     with warnings.catch_warnings():

@@ -7,8 +7,8 @@ import pytest
 from compose_helpers import penguins
 
 import onegraph
-from onegraph.inspect import describe
 from onegraph.export import TorchModule
+from onegraph.inspect import describe
 
 torch = pytest.importorskip("torch")
 

@@ -28,12 +28,11 @@ from sklearn.linear_model import (
     SGDClassifier,
     SGDRegressor,
 )
-from sklearn.svm import LinearSVC
 from sklearn.pipeline import make_pipeline
+from sklearn.svm import LinearSVC
 from sklearn.tree import DecisionTreeClassifier, DecisionTreeRegressor
 
 import onegraph
-from onegraph.emit import register_emitter
 from onegraph.errors import ExportError, ParityError
 from onegraph.frame import OneHotEncoder, SimpleImputer, StandardScaler
 
@@ -285,7 +284,11 @@ def test_helpful_refusals(penguins):
 
 def test_function_transformer_weights_and_skl2onnx_float_fallback(penguins):
     from sklearn.pipeline import FeatureUnion
-    from sklearn.preprocessing import FunctionTransformer, KBinsDiscretizer, PolynomialFeatures
+    from sklearn.preprocessing import (
+        FunctionTransformer,
+        KBinsDiscretizer,
+        PolynomialFeatures,
+    )
 
     frame = penguins[PENGUIN_NUMERIC].dropna()
     pipe = make_pipeline(FunctionTransformer(np.log1p), StandardScaler()).fit(frame)  # no feature_names_out

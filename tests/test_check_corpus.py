@@ -11,9 +11,9 @@ import onnx
 import pytest
 
 import onegraph
-from onegraph.errors import ModelFileError
-from onegraph.check.run import check, check_many
 from onegraph.check.guard import UnsafeModelError
+from onegraph.check.run import check, check_many
+from onegraph.errors import ModelFileError
 
 CORPUS = Path(__file__).parent / "data" / "malformed"
 MANIFEST = json.loads((CORPUS / "corpus.json").read_text())

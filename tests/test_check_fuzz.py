@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import onegraph
-from onegraph.errors import OnegraphError
 from onegraph.check import fuzz
+from onegraph.errors import OnegraphError
 
 BUDGET = 2000
 SEED = 20240617

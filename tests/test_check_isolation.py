@@ -10,8 +10,8 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from onegraph.check.run import Source, check, run_stages
 from onegraph.check.limits import Limits
+from onegraph.check.run import Source, check, run_stages
 from onegraph.check.sandbox import Worker
 
 VALID = (Path(__file__).parent / "data" / "malformed" / "valid.onnx").read_bytes()

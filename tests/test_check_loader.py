@@ -11,10 +11,10 @@ import onnx
 import pytest
 
 import onegraph
-from onegraph.inspect import describe
-from onegraph.check.loader import load_model
 from onegraph.check import guard
 from onegraph.check.guard import UnsafeModelError
+from onegraph.check.loader import load_model
+from onegraph.inspect import describe
 
 CORPUS = Path(__file__).parent / "data" / "malformed"
 

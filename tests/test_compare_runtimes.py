@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
+from convert_models import torch_model
 from onnxconverter_common import float16
 from typer.testing import CliRunner
 
-from convert_models import torch_model
 from onegraph.cli import app
 from onegraph.verify import compare_runtimes
 

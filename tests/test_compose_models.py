@@ -19,9 +19,9 @@ from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.model_selection import FixedThresholdClassifier
 
 import onegraph
-from onegraph.inspect import describe
 from onegraph.errors import ExportError
 from onegraph.export import Ensemble, LabelMap, Threshold, TopK
+from onegraph.inspect import describe
 
 
 def _fitted():

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import numpy as np
-import onnx
 import onnxruntime as ort
 import pytest
+from convert_models import torch_model
 from onnx import TensorProto as T
 from onnx import helper, numpy_helper
 from onnxconverter_common import float16
 
-from convert_models import torch_model
-from onegraph.errors import ConversionError
 from onegraph.convert import convert_float16
+from onegraph.errors import ConversionError
 from onegraph.verify.lowprec import cast_feeds, reference_run
 
 D = 32

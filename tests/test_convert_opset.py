@@ -7,13 +7,13 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from onnx import helper, numpy_helper, version_converter
-from onnx import TensorProto as T
-
 from convert_models import opset_of, penguins_pipeline, sklearn_model, torch_model
-from onegraph.errors import ConversionError
+from onnx import TensorProto as T
+from onnx import helper, numpy_helper, version_converter
+
 from onegraph.convert import convert_opset
 from onegraph.convert.opset_adapters import TARGET_DOMAIN
+from onegraph.errors import ConversionError
 
 CURRENT = onnx.defs.onnx_opset_version()
 TARGETS = sorted({13, 17, 21, CURRENT})

@@ -8,13 +8,13 @@ import hashlib
 import json
 import shutil
 
+import federated_models as fm
 import numpy as np
 import onnx
 import pytest
 from safetensors import safe_open
 from safetensors.numpy import save_file
 
-import federated_models as fm
 from onegraph import federated as fed
 from onegraph.errors import FederatedError
 

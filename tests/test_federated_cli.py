@@ -6,11 +6,11 @@ from __future__ import annotations
 import hashlib
 import json
 
+import federated_models as fm
 import numpy as np
 import onnx
 from onnx import numpy_helper
 
-import federated_models as fm
 from onegraph.meta import model_hash, read_metadata
 
 

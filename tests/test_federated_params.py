@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import federated_models as fm
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -16,7 +17,6 @@ from onnx import numpy_helper
 from onnx.reference import ReferenceEvaluator
 from safetensors import safe_open
 
-import federated_models as fm
 from onegraph import federated as fed
 from onegraph.errors import FederatedError
 from onegraph.federated.aggregate import chunks

@@ -7,6 +7,7 @@ import datetime as dt
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import DATA, assert_same_values, graph_matches_transform, reference_agrees
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sklearn.compose import ColumnTransformer
@@ -17,8 +18,6 @@ import onegraph
 from onegraph.errors import ColumnTypeError, OutOfRangeError
 from onegraph.export import auto
 from onegraph.frame import DateDiff, DateParts, StandardScaler
-
-from conftest import DATA, assert_same_values, graph_matches_transform, reference_agrees
 
 ALL_PARTS = ["year", "quarter", "month", "day", "dayofweek", "dayofyear", "days_in_month", "isoweek", "isoyear",
              "hour", "minute", "second", "microsecond", "nanosecond", "is_month_start", "is_month_end",

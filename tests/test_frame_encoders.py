@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import sklearn.preprocessing
+from conftest import assert_same_values, graph_matches_transform
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.pandas import column, data_frames
@@ -27,8 +28,6 @@ from onegraph.frame import (
     TargetEncoder,
 )
 from onegraph.frame.transformers.expression import ExpressionError
-
-from conftest import assert_same_values, graph_matches_transform
 
 UNSEEN = pd.DataFrame({"island": ["Dream", "Atlantis", None], "sex": ["male", None, "unknown"], "year": [2007, 2031, 2009],
                        "body_mass_g": [4000.0, np.nan, 1.0], "bill_length_mm": [40.0, 41.0, np.nan]})

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from conftest import DATA, assert_same_values, graph_matches_transform
 
 from onegraph.frame import (
     ColumnSelector,
@@ -28,8 +29,6 @@ from onegraph.frame import (
     StringSplit,
     ValueMap,
 )
-
-from conftest import DATA, assert_same_values, graph_matches_transform
 
 
 def test_complement_label_encoder(airports):

@@ -5,6 +5,7 @@ conftest.py runs it on every graph the suite builds; these tests show it catches
 
 from __future__ import annotations
 
+import conftest
 import numpy as np
 import onnx
 import pandas as pd
@@ -13,8 +14,6 @@ from onnx import TensorProto, helper
 import onegraph
 from onegraph.frame import DateParts, StringCase, StringStrip
 from onegraph.verify.portable import all_nodes, portability_problems
-
-import conftest
 
 
 def _model(nodes, inputs, outputs, functions=(), opsets=(("", 21), ("ai.onnx.ml", 5))):

@@ -7,6 +7,7 @@ import re
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import DATA, assert_same_values, graph_matches_transform
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sklearn.compose import ColumnTransformer
@@ -26,8 +27,6 @@ from onegraph.frame import (
     ValueMap,
 )
 from onegraph.frame.transformers.textmap import stated_hash
-
-from conftest import DATA, assert_same_values, graph_matches_transform
 
 # text a string tensor can carry (no lone surrogates: they are not UTF-8)
 TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=12)

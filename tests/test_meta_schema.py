@@ -16,11 +16,20 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 
 import onegraph
-from onegraph.frame import OneHotEncoder, SimpleImputer, StandardScaler
-from onegraph.meta import (PREFIX, SCHEMA_VERSION, MetadataError, decode, encode, read, read_metadata,
-                           set_metadata, table_hash)
 from onegraph.contract.jsonschema import SHIPPED, json_schema
 from onegraph.contract.metadata import FIELDS
+from onegraph.frame import OneHotEncoder, SimpleImputer, StandardScaler
+from onegraph.meta import (
+    PREFIX,
+    SCHEMA_VERSION,
+    MetadataError,
+    decode,
+    encode,
+    read,
+    read_metadata,
+    set_metadata,
+    table_hash,
+)
 
 NUMERIC = ["bill_length_mm", "bill_depth_mm", "flipper_length_mm", "body_mass_g"]
 SHA = "sha256:" + "ab" * 32

@@ -8,10 +8,10 @@ import sys
 
 import onnx
 import onnx_ir as ir
+import passes_models as pm
 import pytest
 from typer.testing import CliRunner
 
-import passes_models as pm
 from onegraph.cli import app
 
 

@@ -6,9 +6,9 @@ import collections
 
 import numpy as np
 import onnx_ir as ir
+import passes_models as pm
 import pytest
 
-import passes_models as pm
 from onegraph import passes
 from onegraph.errors import GroupingError, PassError
 from onegraph.passes import functions, grouping

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import numpy as np
+import passes_models as pm
 import pytest
 
-import passes_models as pm
 from onegraph import passes
 from onegraph.errors import PassError
 

@@ -6,12 +6,18 @@ import collections
 import math
 
 import numpy as np
+import passes_models as pm
 import pytest
 
-import passes_models as pm
 from onegraph import passes
 from onegraph.errors import PassError
-from onegraph.passes.kernels import CustomOp, FusedBody, KernelMap, PythonKernel, StandardOp
+from onegraph.passes.kernels import (
+    CustomOp,
+    FusedBody,
+    KernelMap,
+    PythonKernel,
+    StandardOp,
+)
 
 
 def expected(name: str) -> list[np.ndarray]:

@@ -7,14 +7,13 @@ import pandas as pd
 import polars as pl
 import pyarrow as pa
 import pytest
+from conftest import assert_same_values
 
 import onegraph
-from onegraph.errors import ColumnTypeError, MissingColumnError
-from onegraph.frame import MISSING_STRING, NA_INT64, ColumnSelector
 from onegraph.contract.columns import spec_for
 from onegraph.contract.feeds import to_feed
-
-from conftest import assert_same_values
+from onegraph.errors import ColumnTypeError, MissingColumnError
+from onegraph.frame import MISSING_STRING, NA_INT64, ColumnSelector
 
 
 def dtype_zoo(n: int = 6) -> pd.DataFrame:

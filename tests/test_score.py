@@ -11,7 +11,12 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 
 import onegraph
-from onegraph.errors import ColumnTypeError, DataError, ModelFileError, UnknownCategoryError
+from onegraph.errors import (
+    ColumnTypeError,
+    DataError,
+    ModelFileError,
+    UnknownCategoryError,
+)
 from onegraph.frame import OneHotEncoder, SimpleImputer, StandardScaler
 
 NUMERIC = ["bill_length_mm", "bill_depth_mm", "flipper_length_mm", "body_mass_g", "year"]

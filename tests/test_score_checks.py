@@ -14,11 +14,11 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 
 import onegraph
+from onegraph.contract import metadata as meta
 from onegraph.datasets import load_penguins
 from onegraph.errors import OutOfRangeError, UnknownCategoryError
 from onegraph.export.merge import compose_models
 from onegraph.frame import DateParts, OneHotEncoder, StringCase
-from onegraph.contract import metadata as meta
 
 DATA = Path(__file__).parent / "data"
 

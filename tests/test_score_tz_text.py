@@ -14,9 +14,9 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 
 import onegraph
+from onegraph.contract.columns import ColumnSpec
 from onegraph.errors import ColumnTypeError
 from onegraph.frame import DateParts
-from onegraph.contract.columns import ColumnSpec
 from onegraph.io import read_table
 
 DATA = Path(__file__).parent / "data"

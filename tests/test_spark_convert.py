@@ -34,7 +34,11 @@ def rows(penguins):
 def fitted(spark, rows):
     """One feature pipeline (every supported stage) and three predictors fitted on its output."""
     from pyspark.ml import Pipeline, PipelineModel
-    from pyspark.ml.classification import GBTClassifier, LogisticRegression, RandomForestClassifier
+    from pyspark.ml.classification import (
+        GBTClassifier,
+        LogisticRegression,
+        RandomForestClassifier,
+    )
     from pyspark.ml.feature import (
         Bucketizer,
         Imputer,

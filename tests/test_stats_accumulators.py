@@ -7,13 +7,12 @@ import pickle
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import DATA
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from onegraph.errors import DataError
 from onegraph.stats.accumulators import QUANTILE_PROBS, TensorAccumulator, merge_all
-
-from conftest import DATA
 
 
 def real_matrix() -> np.ndarray:

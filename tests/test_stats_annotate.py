@@ -9,12 +9,17 @@ import onnx
 import onnx.version_converter
 import onnx_ir as ir
 import pytest
+from stats_models import cnn, penguins_pipeline
 
 import onegraph
 from onegraph.stats import annotate_model, read_qparams, read_stats, strip
-from onegraph.stats.annotate import STATS_KEY, AnnotateStatsPass, StatsFormatError, StripStatsPass, annotate
-
-from stats_models import cnn, penguins_pipeline
+from onegraph.stats.annotate import (
+    STATS_KEY,
+    AnnotateStatsPass,
+    StatsFormatError,
+    StripStatsPass,
+    annotate,
+)
 
 
 @pytest.fixture(scope="module")

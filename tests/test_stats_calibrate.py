@@ -8,14 +8,13 @@ import onnx_ir as ir
 import pytest
 from onnxruntime.quantization import quant_utils
 from onnxruntime.quantization.calibrate import CalibrationDataReader, MinMaxCalibrater
+from stats_models import activations, cnn, mlp, penguins_pipeline
+from test_stats_accumulators import check_against_numpy
 
 import onegraph
 from onegraph.errors import DataError, MissingColumnError
 from onegraph.stats import calibrate
 from onegraph.stats.qparams import scale_zero_point
-
-from stats_models import activations, cnn, mlp, penguins_pipeline
-from test_stats_accumulators import check_against_numpy
 
 
 def check_calibration(calibration, acts: dict[str, np.ndarray]) -> None:

@@ -8,13 +8,12 @@ import sys
 
 import numpy as np
 import onnx
+from stats_models import cnn, penguins_pipeline
 from typer.testing import CliRunner
 
 from onegraph.cli import app
 from onegraph.datasets import penguins_path
 from onegraph.stats import read_qparams, read_stats
-
-from stats_models import cnn, penguins_pipeline
 
 runner = CliRunner()
 
@@ -59,7 +58,11 @@ def test_show_recover_strip_and_the_explicit_command(tmp_path):
     result = runner.invoke(app, ["stats", "show", str(lean)])
     assert "carries no tensor statistics" in result.output
     # a QDQ model: the recovered ranges are the ones its DequantizeLinear nodes represent
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        QuantFormat,
+        quantize_static,
+    )
 
     class Reader(CalibrationDataReader):
         def __init__(self):

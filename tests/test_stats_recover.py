@@ -5,13 +5,17 @@ from __future__ import annotations
 import numpy as np
 import onnx
 import pytest
-from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+from onnxruntime.quantization import (
+    CalibrationDataReader,
+    QuantFormat,
+    QuantType,
+    quantize_static,
+)
 from onnxruntime.quantization.calibrate import CalibrationMethod, create_calibrator
+from stats_models import cnn, mlp
 
 from onegraph.stats import read_qparams, read_stats, recover, recover_ranges
 from onegraph.stats.recover import representable_range
-
-from stats_models import cnn, mlp
 
 
 class Reader(CalibrationDataReader):

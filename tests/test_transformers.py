@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 import sklearn.impute
 import sklearn.preprocessing
+from conftest import assert_same_values
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.pandas import column, data_frames
@@ -29,8 +30,6 @@ from onegraph.frame import (
     SimpleImputer,
     StandardScaler,
 )
-
-from conftest import assert_same_values
 
 NUMERIC = ["bill_length_mm", "bill_depth_mm", "flipper_length_mm", "body_mass_g", "year"]
 TEXT = ["island", "sex"]

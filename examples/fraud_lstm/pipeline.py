@@ -28,9 +28,10 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 from sklearn.pipeline import make_pipeline
 
 sys.path.insert(0, str(Path(__file__).parent))
-import onegraph  # noqa: E402
 from data import generate  # noqa: E402
 from features import TimeOfDay  # noqa: E402
+
+import onegraph  # noqa: E402
 from onegraph.export import SequenceSpec, TorchModule  # noqa: E402
 from onegraph.frame import LogTransformer, OneHotEncoder, StandardScaler  # noqa: E402
 

@@ -19,6 +19,6 @@ from onegraph import _lazy, errors  # noqa: E402
 __all__ = ["__version__", "build", "compose", "score", "parity", "Session", "load_model", "save_model", "errors"]
 _lazy.exports(__name__, {
     "build": "onegraph.export.build", "compose": "onegraph.export.compose", "score": "onegraph.runtime.score",
-    "Session": "onegraph.runtime.session", "parity": "onegraph.verify.parity", "load_model": "onegraph.io",
+    "Session": "onegraph.runtime.session", "parity": "onegraph.export.parity", "load_model": "onegraph.check.loader",
     "save_model": "onegraph.io",
 })

@@ -33,6 +33,9 @@ from onegraph.contract.outputs import CHECK_PREFIXES
 from onegraph.contract.scopes import CLASS_KEY, NAMESPACE_KEY, SCOPES_KEY
 from onegraph.errors import ExportError
 
+__all__ = ["OPSET", "ML_OPSET", "IR_VERSION", "INT64_MIN", "DOUBLE", "FLOAT", "INT64", "BOOL", "STRING",
+           "Col", "GraphBuilder", "to_tensor", "register_emitter", "find_emitter"]
+
 #: Default-domain opset of every graph onegraph builds (StringSplit, StringConcat, RegexFullMatch need >= 20).
 OPSET = 21
 #: ai.onnx.ml opset: 5 brings ``TreeEnsemble`` (double thresholds and leaf weights), LabelEncoder v4.

@@ -6,9 +6,11 @@ from typing import Any
 
 import onnx
 
-from onegraph.contract.columns import MISSING_STRING, ColumnSpec
 from onegraph.check.loader import load_model
 from onegraph.contract import metadata as meta
+from onegraph.contract.columns import MISSING_STRING, ColumnSpec
+
+__all__ = ["describe"]
 
 _MISSING = {"double": "NaN", "float": "NaN", "int64": "INT64_MIN", "bool": "(none)",
             "string": f"U+{ord(MISSING_STRING):04X}"}

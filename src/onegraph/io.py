@@ -16,7 +16,9 @@ from typing import Any
 
 import pandas as pd
 
-from onegraph.errors import DataError, ModelFileError, OnegraphError
+from onegraph.errors import DataError, OnegraphError
+
+__all__ = ["atomic_path", "check_output_path", "write_bytes", "save_model", "read_table", "write_table"]
 
 
 @contextlib.contextmanager

@@ -15,6 +15,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+__all__ = ["ERROR", "WARNING", "INFO", "SEVERITIES", "CODES", "Finding", "CheckReport"]
+
 ERROR = "error"
 WARNING = "warning"
 INFO = "info"

@@ -30,9 +30,12 @@ import onnx
 import onnx.parser
 from onnx import TensorProto, helper, numpy_helper
 
-from onegraph.check.run import Source, check_many
 from onegraph.check.findings import CheckReport
 from onegraph.check.limits import Limits
+from onegraph.check.run import Source, check_many
+
+__all__ = ["INTERESTING_INTS", "INTERESTING_DIMS", "INTERESTING_FLOATS", "INTERESTING_BYTES", "LOCATIONS",
+           "OPERATORS", "seed_models", "Mutator", "cases", "CONTAINED", "CampaignResult", "campaign"]
 
 INTERESTING_INTS = [0, 1, -1, 2, 3, 255, 65535, 2**31 - 1, -(2**31), 2**32, 2**40, 2**62, 2**63 - 1, -(2**63)]
 INTERESTING_DIMS = [-1, 0, 1, 2**31, 2**40, 2**62, 2**63 - 1]

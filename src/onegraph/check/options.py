@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+__all__ = ["session_options"]
+
 
 def session_options(*, threads: int | None = None, folder: str | None = None) -> Any:
     """An ``onnxruntime.SessionOptions``.

@@ -24,6 +24,8 @@ from onegraph.check.source import ModelTooLargeError, Source, source_of
 from onegraph.check.stages import STAGES
 from onegraph.errors import ModelFileError, OnegraphError
 
+__all__ = ["read_source", "check", "check_many", "StageResult", "run_stages"]
+
 _FINISHED = ("ok", "findings", "skipped")
 _PREREQUISITES = ("parse", "static")
 

@@ -27,6 +27,8 @@ from collections.abc import Sequence
 from onegraph.check.findings import Finding
 from onegraph.check.limits import Limits
 
+__all__ = ["Outcome", "Unavailable", "Worker", "shared"]
+
 _MAX_LINE = 1 << 24
 _START_SECONDS = 120.0
 

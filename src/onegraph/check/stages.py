@@ -13,6 +13,8 @@ from typing import Any
 from onegraph.check.findings import Finding
 from onegraph.check.static.walk import has_external_data
 
+__all__ = ["STAGES", "State", "run_stage"]
+
 STAGES = ("parse", "static", "checker", "runtime")
 #: external-data findings that keep onnxruntime from opening the model (it would read those files)
 _UNSAFE_FILES = {"C101", "C102", "C103", "C104", "C105", "C106", "C107", "C108", "C110"}

@@ -7,6 +7,8 @@ import dataclasses
 import typer
 from rich.console import Console
 
+__all__ = ["Options"]
+
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Turn a DataFrame pipeline into one verified ONNX graph, and run it.")
 #: results (stdout)

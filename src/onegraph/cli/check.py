@@ -11,6 +11,8 @@ import typer
 from onegraph.cli.app import app, out
 from onegraph.errors import OnegraphError
 
+__all__ = ["check"]
+
 
 @app.command()
 def check(
@@ -25,8 +27,8 @@ def check(
     """Parse, check (onnx.checker full_check and onegraph's own checks) and open MODEL in onnxruntime, in a
     separate process with memory, CPU, wall-time and file-size limits. A crash or an exhausted limit becomes
     a finding. Exit code: 0 clean, 1 findings, 2 could not check."""
-    from onegraph.check.run import check as run_check
     from onegraph.check.limits import Limits
+    from onegraph.check.run import check as run_check
 
     try:
         report = run_check(model, limits=Limits.parse(limits),

@@ -12,6 +12,8 @@ import typer
 from onegraph.cli.app import app, err, out
 from onegraph.errors import OnegraphError
 
+__all__ = ["ensemble_options", "build_several", "compose"]
+
 
 def ensemble_options(ensemble: str | None, weights: str | None, n: int) -> list[float] | None:
     """Check ``--ensemble`` / ``--weights`` for ``n`` models before anything is fitted; the parsed weights.
@@ -53,7 +55,12 @@ def _weights(text: str | None, n: int) -> list[float] | None:
 
 def _ensemble(method: str, estimators: list[tuple[str, Any]], task: str, weights: list[float] | None) -> Any:
     """The scikit-learn ensemble that fits (and is the reference for) ``--ensemble method``."""
-    from sklearn.ensemble import StackingClassifier, StackingRegressor, VotingClassifier, VotingRegressor
+    from sklearn.ensemble import (
+        StackingClassifier,
+        StackingRegressor,
+        VotingClassifier,
+        VotingRegressor,
+    )
     from sklearn.linear_model import LogisticRegression, Ridge
 
     classify = task == "classification"

@@ -11,6 +11,8 @@ import typer
 from onegraph.cli.app import app, err, out
 from onegraph.errors import ConversionError, OnegraphError
 
+__all__ = ["convert", "compare"]
+
 
 def _print(report, as_json: bool) -> None:
     if as_json:

@@ -13,6 +13,8 @@ from rich.table import Table
 from onegraph.cli.app import app, err, out
 from onegraph.errors import OnegraphError
 
+__all__ = ["quickstart", "build", "score", "show"]
+
 
 # -- quickstart -----------------------------------------------------------------------------------
 @app.command()
@@ -28,8 +30,8 @@ def quickstart(
 
     import onegraph
     from onegraph.datasets import load_penguins, penguins_path
-    from onegraph.runtime import cached_session
     from onegraph.frame import OneHotEncoder, SimpleImputer, StandardScaler
+    from onegraph.runtime import cached_session
 
     df = load_penguins()
     y = df.pop("species")
@@ -168,9 +170,14 @@ def score(
 ) -> None:
     """Score DATA with MODEL and write one row of outputs per input row, in order."""
     if spark is not None:
-        from onegraph.cli.spark import score_on_spark
+        from onegraph.extras import require
 
-        score_on_spark(model, data, output, keep=keep, trusted=trusted, master=spark)
+        require("spark")
+        from onegraph.spark.dataset import score_file
+
+        rows, columns, elapsed = score_file(model, data, output, keep=keep, trusted=trusted, master=spark)
+        rate = rows / elapsed if elapsed > 0 else float("inf")
+        out.print(f"wrote {output}: {rows} rows, columns {', '.join(columns)} ({rate:,.0f} rows/s on {spark})")
         return
     from onegraph.io import check_output_path, read_table, write_table
     from onegraph.runtime import cached_session

@@ -10,6 +10,8 @@ import typer
 
 from onegraph.cli.app import app, out
 
+__all__ = ["params", "delta", "apply", "average"]
+
 fed_app = typer.Typer(no_args_is_help=True, help="Federated learning: list a model's trainable parameters, "
                       "write what local training changed as a delta, merge clients' deltas (FedAvg, median, "
                       "trimmed mean).")

@@ -12,6 +12,8 @@ from rich.table import Table
 from onegraph.cli.app import app, err, out
 from onegraph.errors import OnegraphError
 
+__all__ = ["list_", "group", "inline_", "fuse"]
+
 functions_app = typer.Typer(no_args_is_help=True, help="List, group and inline model-local functions.")
 app.add_typer(functions_app, name="functions")
 

@@ -11,6 +11,8 @@ import typer
 from onegraph.cli.app import app, out
 from onegraph.errors import OnegraphError
 
+__all__ = ["show", "set_", "validate", "diff"]
+
 meta_app = typer.Typer(no_args_is_help=True, help="Show, set, validate and compare a model's metadata "
                        "(keys under org.onegraph., versioned and typed).")
 app.add_typer(meta_app, name="meta")

@@ -16,6 +16,8 @@ from typer.core import TyperGroup
 from onegraph.cli.app import app, err, out
 from onegraph.errors import OnegraphError
 
+__all__ = ["calibrate", "show", "recover", "strip"]
+
 
 class _DefaultCommandGroup(TyperGroup):
     """A group whose first argument, when it names no sub-command, goes to the default one (``calibrate``)."""
@@ -138,8 +140,8 @@ def strip(
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the lean model (.onnx).")],
 ) -> None:
     """Remove every statistic, quantization annotation and the scale / zero-point initializers onegraph added."""
-    from onegraph.io import check_output_path, save_model
     from onegraph.check.loader import model_bytes
+    from onegraph.io import check_output_path, save_model
     from onegraph.stats.annotate import strip as strip_model
 
     check_output_path(output)

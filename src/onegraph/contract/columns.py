@@ -40,13 +40,15 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from onegraph.errors import ColumnTypeError, MetadataError
 
+__all__ = ["MISSING_STRING", "NA_INT64", "KINDS", "NUMPY_TYPES", "ColumnSpec", "spec_for", "is_string_dtype"]
+
 #: How a missing string is written in a string tensor.
 MISSING_STRING = "\uffff"
 #: How a missing int64 / datetime / timedelta is written (pandas' NaT).
 NA_INT64 = int(np.iinfo(np.int64).min)
 
 KINDS = ("float", "int", "bool", "string", "datetime", "timedelta")
-_ONNX_NUMPY = {"double": np.float64, "float": np.float32, "int64": np.int64, "bool": np.bool_, "string": object}
+NUMPY_TYPES = {"double": np.float64, "float": np.float32, "int64": np.int64, "bool": np.bool_, "string": object}
 
 
 class ColumnSpec(BaseModel):
@@ -81,7 +83,7 @@ class ColumnSpec(BaseModel):
 
     @property
     def numpy_dtype(self) -> Any:
-        return _ONNX_NUMPY[self.onnx_type]
+        return NUMPY_TYPES[self.onnx_type]
 
     def to_dict(self) -> dict:
         """The JSON entry (``tz`` only when set)."""
@@ -126,7 +128,7 @@ def spec_for(name: str, values: Any) -> ColumnSpec:
 
 
 def _classify(name: str, dtype: Any, values: Any) -> tuple[str, str, str | None]:
-    if isinstance(dtype, pd.CategoricalDtype) or _is_string_dtype(dtype):
+    if isinstance(dtype, pd.CategoricalDtype) or is_string_dtype(dtype):
         return "string", "string", None
     if isinstance(dtype, pd.DatetimeTZDtype):
         return "datetime", "int64", str(dtype.tz)
@@ -174,7 +176,7 @@ def _classify(name: str, dtype: Any, values: Any) -> tuple[str, str, str | None]
                           hint="convert it to a number, string, bool or datetime column")
 
 
-def _is_string_dtype(dtype: Any) -> bool:
+def is_string_dtype(dtype: Any) -> bool:
     if isinstance(dtype, pd.StringDtype):
         return True
     if isinstance(dtype, pd.ArrowDtype):

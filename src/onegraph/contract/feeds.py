@@ -14,8 +14,16 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from onegraph.contract.columns import _ONNX_NUMPY, MISSING_STRING, NA_INT64, ColumnSpec, _is_string_dtype
+from onegraph.contract.columns import (
+    MISSING_STRING,
+    NA_INT64,
+    NUMPY_TYPES,
+    ColumnSpec,
+    is_string_dtype,
+)
 from onegraph.errors import ColumnTypeError
+
+__all__ = ["to_feed", "single_row_feeds", "small_frame_feeds", "parse_datetime_text"]
 
 
 def to_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
@@ -115,7 +123,7 @@ def single_row_feeds(specs: Sequence[ColumnSpec], record: dict) -> dict[str, np.
         if kind == "double" or kind == "float":
             if not (missing or t is float or t is int):
                 return None
-            feeds[spec.name] = np.array([np.nan if missing else v], dtype=_ONNX_NUMPY[kind])
+            feeds[spec.name] = np.array([np.nan if missing else v], dtype=NUMPY_TYPES[kind])
         elif kind == "string":
             if not (missing or t is str):
                 return None
@@ -223,7 +231,7 @@ def _float_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
         if values.dtype.kind == "O":
             return _object_to_float(spec, values).astype(target, copy=False)
         raise ColumnTypeError(spec.name, f"{values.dtype} values in a numeric column", hint=_hint(spec))
-    if _is_string_dtype(values.dtype) or isinstance(values.dtype, pd.CategoricalDtype):
+    if is_string_dtype(values.dtype) or isinstance(values.dtype, pd.CategoricalDtype):
         # numbers written as text (JSON, a CSV column with one stray value) are read if they all parse
         text = np.asarray(values, dtype=object)
         parsed = pd.to_numeric(pd.Series(text, copy=False), errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
@@ -308,7 +316,7 @@ def _bool_values(spec: ColumnSpec, values: Any) -> np.ndarray:
     dtype = values.dtype
     if isinstance(values, np.ndarray) and dtype.kind == "b":
         return values.astype(np.float64)
-    if _is_string_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype) or (
+    if is_string_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype) or (
             isinstance(values, np.ndarray) and dtype.kind in "OUS"):
         return _bool_from_objects(spec, np.asarray(values, dtype=object))
     if pd.api.types.is_bool_dtype(dtype) or pd.api.types.is_numeric_dtype(dtype):
@@ -359,7 +367,7 @@ def _string_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
         if _all_missing(values):
             return _all_missing_feed(spec, len(values))
         raise ColumnTypeError(spec.name, f"{dtype} values in a text column", hint=_hint(spec))
-    if _is_string_dtype(dtype):
+    if is_string_dtype(dtype):
         pa_array = getattr(values, "_pa_array", None)
         if pa_array is not None and len(values) > 4096:
             return _arrow_texts(pa_array)
@@ -391,7 +399,7 @@ def _datetime_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
     dtype = values.dtype
     if isinstance(values, np.ndarray) and dtype.kind == "M":
         return values.astype("datetime64[ns]").view(np.int64)
-    if isinstance(values, np.ndarray) and dtype.kind in "OUS" or _is_string_dtype(dtype):
+    if isinstance(values, np.ndarray) and dtype.kind in "OUS" or is_string_dtype(dtype):
         values = _parse_datetimes(spec, values)
         dtype = values.dtype
     if isinstance(dtype, pd.ArrowDtype):

@@ -16,6 +16,8 @@ from typing import Any
 
 from onegraph.contract.metadata import PREFIX, SCHEMA_VERSION, ModelMetadata
 
+__all__ = ["SHIPPED", "json_schema", "text", "main"]
+
 SHIPPED = Path(__file__).with_name("metadata.schema.json")
 
 

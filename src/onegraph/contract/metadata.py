@@ -45,12 +45,26 @@ import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import (AfterValidator, BaseModel, ConfigDict, Field, JsonValue, StringConstraints, ValidationError,
-                      WithJsonSchema, model_validator)
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    StringConstraints,
+    ValidationError,
+    WithJsonSchema,
+    model_validator,
+)
 
 from onegraph.contract.columns import ColumnSpec
 from onegraph.contract.outputs import ROLES
 from onegraph.errors import MetadataError
+
+__all__ = ["PREFIX", "SCHEMA_VERSION", "STANDARD_KEYS", "OutputSchema", "TrainingData", "Lineage",
+           "TransferLearning", "PrecisionRegion", "Precision", "ComposedModel", "EnsembleSchema",
+           "SequenceSchema", "SequenceSpec", "FederatedRound", "Federated", "ModelMetadata", "FIELDS",
+           "validate", "encode", "decode", "Metadata", "read", "now_rfc3339"]
 
 PREFIX = "org.onegraph."
 SCHEMA_VERSION = 2

@@ -17,6 +17,8 @@ import pandas as pd
 
 from onegraph.errors import DataError, MissingColumnError
 
+__all__ = ["as_pandas", "column_reader"]
+
 ColumnGetter = Callable[[str], Any]
 
 

@@ -17,6 +17,8 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
+__all__ = ["TARGET_DOMAIN", "Constant", "constant_input"]
+
 #: domain of the nodes already rewritten for the target opset during a conversion (see opset_adapters)
 TARGET_DOMAIN = "onegraph.converted"
 

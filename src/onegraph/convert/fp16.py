@@ -35,14 +35,23 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from onegraph.errors import ConversionError, OnegraphError
 from onegraph.check.loader import load_model
+from onegraph.convert.report import ConversionReport, NodeConversion
+from onegraph.errors import ConversionError, OnegraphError
 from onegraph.io import save_model
 from onegraph.verify.feeds import model_feeds
 from onegraph.verify.intermediates import expose, inlined
-from onegraph.verify.lowprec import FORMATS, cast_feeds, decide, measure, reference_run, relative_error
-from onegraph.convert.report import ConversionReport, NodeConversion
+from onegraph.verify.lowprec import (
+    FORMATS,
+    cast_feeds,
+    decide,
+    measure,
+    reference_run,
+    relative_error,
+)
 from onegraph.verify.runs import agreement, run
+
+__all__ = ["DEFAULTS", "convert_float16", "to_low_precision"]
 
 #: default tolerances per format: (max_error per node, rtol, atol of the outputs)
 DEFAULTS = {"float16": (1e-2, 1e-2, 1e-2), "bfloat16": (5e-2, 5e-2, 5e-2)}

@@ -35,16 +35,19 @@ import onnx
 import onnx_ir as ir
 from onnx import version_converter
 
-from onegraph.errors import ConfigError, ConversionError, OnegraphError
 from onegraph.check.loader import load_model
-from onegraph.io import save_model
 from onegraph.convert import opset_adapters as adapters
 from onegraph.convert import preserve
 from onegraph.convert.constants import constant_input
-from onegraph.verify.feeds import model_feeds
 from onegraph.convert.opset_adapters import TARGET_DOMAIN, Context, Refusal, since
 from onegraph.convert.report import ConversionReport, NodeConversion
+from onegraph.errors import ConfigError, ConversionError, OnegraphError
+from onegraph.io import save_model
+from onegraph.verify.feeds import model_feeds
 from onegraph.verify.runs import agreement, run
+
+__all__ = ["ML_DOMAIN", "CONSTANT_INPUTS", "default_opset", "convert_opset", "check_opsets", "verify",
+           "convert_graph"]
 
 ML_DOMAIN = "ai.onnx.ml"
 _DEFAULT = ("", "ai.onnx")

@@ -38,6 +38,10 @@ import onnx_ir as ir
 
 from onegraph.convert.constants import TARGET_DOMAIN, constant_input
 
+__all__ = ["TYPE_ONLY", "SAME_MEANING_SINCE", "Refusal", "Context", "Rewrite", "Builder", "schema", "since",
+           "relabel", "gather", "resize", "split", "layer_normalization", "reshape", "shape", "softmax",
+           "ADAPTERS", "PREEMPT", "preempted", "adapt", "apply"]
+
 #: operators whose version bumps (in the default domain) changed only the admitted types or the text
 TYPE_ONLY = {
     "Identity": "new versions only admit more types (bfloat16, sequences, optionals, float8, int4)",

@@ -14,6 +14,8 @@ import dataclasses
 
 import onnx
 
+__all__ = ["Snapshot", "snapshot", "restore"]
+
 
 def _props(container) -> list[tuple[str, str]]:
     return [(p.key, p.value) for p in container.metadata_props]

@@ -8,6 +8,8 @@ from typing import Any
 
 from onegraph.verify.runs import Agreement
 
+__all__ = ["NodeConversion", "ConversionReport"]
+
 
 @dataclasses.dataclass
 class NodeConversion:

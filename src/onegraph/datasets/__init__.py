@@ -11,6 +11,8 @@ from importlib import resources
 
 import pandas as pd
 
+__all__ = ["penguins_path", "load_penguins"]
+
 
 def penguins_path() -> str:
     """Path of the bundled Palmer penguins CSV."""

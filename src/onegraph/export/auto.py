@@ -25,11 +25,19 @@ import pandas as pd
 from sklearn.compose import ColumnTransformer
 from sklearn.pipeline import Pipeline
 
-from onegraph.errors import ColumnTypeError, DataError, ExportError
-from onegraph.frame.dateparse import date_format, parse_pandas
 from onegraph.contract.columns import NA_INT64, spec_for
 from onegraph.contract.feeds import to_feed
-from onegraph.frame.transformers import DateParts, OneHotEncoder, SimpleImputer, StandardScaler
+from onegraph.errors import ColumnTypeError, DataError, ExportError
+from onegraph.frame.dateparse import date_format, parse_pandas
+from onegraph.frame.transformers import (
+    DateParts,
+    OneHotEncoder,
+    SimpleImputer,
+    StandardScaler,
+)
+
+__all__ = ["CLASSIFIERS", "REGRESSORS", "MODEL_NAMES", "Plan", "infer_task", "check_task", "prepare",
+           "DATE_SHARE", "plan", "make_model"]
 
 CLASSIFIERS = {
     "logistic": ("sklearn.linear_model", "LogisticRegression", {"max_iter": 2000}),

@@ -20,7 +20,6 @@ model, and :func:`onegraph.score` sorts and indexes the rows (:mod:`onegraph.run
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -29,15 +28,27 @@ import onnx
 import onnx_ir as ir
 import pandas as pd
 
-from onegraph.emit import DOUBLE, INT64, Col, GraphBuilder
-from onegraph.errors import ExportError
-from onegraph.export.adapters.contract import Adapter, adapt
-from onegraph.export.adapters.models import ModelOutputs, unscored_labels_missing
-from onegraph.export.ensemble import Ensemble
-from onegraph.export.postprocess import PostStep
-from onegraph.contract.tables import as_pandas
 from onegraph.contract.columns import spec_for
 from onegraph.contract.metadata import SequenceSpec
+from onegraph.contract.tables import as_pandas
+from onegraph.emit import DOUBLE, INT64, Col, GraphBuilder
+from onegraph.errors import ExportError
+from onegraph.export import assemble
+from onegraph.export.adapters.choose import adapt
+from onegraph.export.adapters.contract import Adapter
+from onegraph.export.adapters.models import ModelOutputs
+from onegraph.export.combine import (
+    combined_answer,
+    declare_answers,
+    named_models,
+    post_processed,
+)
+from onegraph.export.ensemble import Ensemble
+from onegraph.export.postprocess import PostStep
+from onegraph.export.sources import column_key, input_columns
+from onegraph.verify.parity import outputs_parity
+
+__all__ = ["compose", "reference_outputs"]
 
 
 def compose(preprocessing: Any, models: Any, sample: Any, *, ensemble: Ensemble | str | None = None,
@@ -53,7 +64,7 @@ def compose(preprocessing: Any, models: Any, sample: Any, *, ensemble: Ensemble 
         when the models take the input columns directly.
     models:
         A dict model name -> model, a list of models (named after their classes), or one model. A model is
-        anything :func:`~onegraph.export.adapters.contract.adapt` takes: a fitted scikit-learn predictor,
+        anything :func:`~onegraph.export.adapters.choose.adapt` takes: a fitted scikit-learn predictor,
         an XGBoost / LightGBM model, a :class:`~onegraph.export.TorchModule`, an
         :class:`~onegraph.export.OnnxModel` or a path to a ``.onnx`` file. A fitted scikit-learn
         ``VotingClassifier`` / ``VotingRegressor`` / ``StackingClassifier`` / ``StackingRegressor`` given
@@ -89,18 +100,15 @@ def compose(preprocessing: Any, models: Any, sample: Any, *, ensemble: Ensemble 
     ParityError
         when an output differs from the source libraries on ``sample``.
     """
-    from onegraph.export.build import _finish, input_columns, refuse_divergence
-    from onegraph.io import save_model
-
     frame = as_pandas(sample)
     if len(frame) == 0:
         raise ExportError("the sample has no rows", hint="give at least one row (more make a better parity check)")
-    named, ensemble = _named_models(models, ensemble)
+    named, ensemble = named_models(models, ensemble)
     adapters = {n: adapt(m) for n, m in named.items()}
     seq = _sequence(sequence)
     first = next(iter(adapters.values()))
     columns = input_columns(preprocessing, None if preprocessing is not None else _sklearn_or_none(first), frame)
-    specs = [spec_for(c, frame[_key(frame, c)]) for c in columns]
+    specs = [spec_for(c, frame[column_key(frame, c)]) for c in columns]
 
     g = GraphBuilder(name)
     cols, producer = _features(g, preprocessing, specs)
@@ -115,86 +123,34 @@ def compose(preprocessing: Any, models: Any, sample: Any, *, ensemble: Ensemble 
     for model_name, a in adapters.items():
         with g.scope(model_name, a.model):
             outs[model_name] = a.emit(g, x)
-    answer, classes, task = _answer(g, outs, adapters, ensemble)
+    answer, classes, task = combined_answer(g, outs, adapters, ensemble)
     if ensemble is not None and ensemble.encoded and classes is not None:
         outs = {n: _decoded(g, o, classes) for n, o in outs.items()}
-    for step in post:
-        if answer is None:
-            raise ExportError(f"{type(step).__name__} applies to the answer of one model or an ensemble",
-                              hint="give one model, or an ensemble of several")
-        values, classes = step.emit(g, dict(answer.values), classes)
-        answer = ModelOutputs(values, classes)
-    entries = _declare_outputs(g, outs, answer, adapters, {s.name for s in specs})
+    answer, classes = post_processed(g, answer, classes, post)
+    entries = declare_answers(g, outs, answer, {s.name for s in specs})
 
-    ir_model = g.to_model()
-    _tidy(ir_model)
-    used = {v.name for v in ir_model.graph.inputs}
-    specs = [s for s in specs if s.name in used]
-    extra: dict[str, Any] = {"models": [{"name": n, "source": a.source, "consumes": str(a.consumes)}
-                                        for n, a in adapters.items()]}
+    fields: dict[str, Any] = {"models": [{"name": n, "source": a.source, "consumes": str(a.consumes)}
+                                         for n, a in adapters.items()]}
     if len(adapters) == 1:
-        extra["training_algorithm"] = first.source
+        fields["training_algorithm"] = first.source
     if ensemble is not None:
-        extra["ensemble"] = ensemble.to_dict()
+        fields["ensemble"] = ensemble.to_dict()
     if seq is not None:
-        extra["sequence"] = seq.to_dict()
-    proto = _finish(ir_model, specs, entries, None, {}, extra)
-    if check_parity:
+        fields["sequence"] = seq.to_dict()
+
+    def verify(proto: onnx.ModelProto) -> Any:
         tol = _tolerance(adapters, ensemble, rtol, atol)
-        refuse_divergence(composed_parity(proto, frame, preprocessing, adapters, ensemble, post, seq, columns, *tol),
-                          "the composed graph diverges from the source models")
-    if path is not None:
-        save_model(proto, path)
-    return proto
+        expected = reference_outputs(frame, preprocessing, adapters, ensemble, post, seq, columns)
+        return outputs_parity(proto, frame, expected, rtol=tol[0], atol=tol[1])
+
+    return assemble.finish(g, specs, entries, {}, given=fields, dedupe=True, verify=verify if check_parity else None,
+                           what="the composed graph diverges from the source models", path=path)
 
 
 # -- models -------------------------------------------------------------------------------------
-def _named_models(models: Any, ensemble: Ensemble | str | None) -> tuple[dict[str, Any], Ensemble | None]:
-    if isinstance(ensemble, str):
-        ensemble = Ensemble(ensemble)
-    if isinstance(models, Mapping):
-        named = dict(models)
-    elif isinstance(models, (list, tuple)):
-        named = {}
-        for m in models:
-            base = _default_name(m)
-            label, i = base, 2
-            while label in named:
-                label, i = f"{base}_{i}", i + 1
-            named[label] = m
-    elif ensemble is None and type(models).__name__ in ("VotingClassifier", "VotingRegressor", "StackingClassifier",
-                                                          "StackingRegressor"):
-        named, ensemble = Ensemble.from_sklearn(models)
-    else:
-        named = {_default_name(models): models}
-    if not named:
-        raise ExportError("no model to compose", hint="give at least one fitted model")
-    for model_name in named:
-        if not re.fullmatch(r"[A-Za-z0-9_\-]+", str(model_name)):
-            raise ExportError(f"model name {model_name!r} is not usable in output names",
-                              hint="use letters, digits, '_' and '-'")
-    if ensemble is not None and len(named) < 2 and ensemble.method != "stacking":
-        raise ExportError(f"an ensemble ({ensemble.method}) needs at least two models")
-    return named, ensemble
-
-
-def _default_name(model: Any) -> str:
-    if isinstance(model, Adapter):
-        model = model.model
-    if isinstance(model, (str, os.PathLike)):
-        return re.sub(r"[^A-Za-z0-9_\-]", "_", os.path.splitext(os.path.basename(os.fspath(model)))[0])
-    return type(model).__name__.lower()
-
-
 def _sklearn_or_none(a: Adapter) -> Any:
     """The object whose ``feature_names_in_`` name the input columns when there is no preprocessing."""
     return a.model if hasattr(a.model, "n_features_in_") or hasattr(a.model, "feature_names_in_") else None
-
-
-def _key(frame: pd.DataFrame, name: str) -> Any:
-    from onegraph.export.build import _column_key
-
-    return _column_key(frame, name)
 
 
 def _sequence(sequence: Any) -> SequenceSpec | None:
@@ -209,10 +165,8 @@ def _sequence(sequence: Any) -> SequenceSpec | None:
 # -- graph --------------------------------------------------------------------------------------
 def _features(g: GraphBuilder, preprocessing: Any, specs: list) -> tuple[list[Col], str]:
     from onegraph.export.adapters.sklearn import emit_step, step_name
-    from onegraph.export.build import _INPUT_TYPES
 
-    cols = [Col(s.name, s.kind, g.input(s.name, _INPUT_TYPES[s.onnx_type]), _INPUT_TYPES[s.onnx_type])
-            for s in specs]
+    cols = assemble.graph_inputs(g, specs)
     if preprocessing is None:
         return cols, "the input columns"
     cols = emit_step(preprocessing, g, cols, step_name(preprocessing))
@@ -233,19 +187,6 @@ def _windows(g: GraphBuilder, x: ir.Value, width: int, seq: SequenceSpec) -> ir.
     return windows
 
 
-def _answer(g: GraphBuilder, outs: dict[str, ModelOutputs], adapters: dict[str, Adapter],
-            ensemble: Ensemble | None) -> tuple[ModelOutputs | None, list | None, str | None]:
-    if ensemble is not None:
-        task, classes = ensemble.resolve(adapters)
-        with g.scope("ensemble", ensemble):
-            result = ensemble.emit(g, outs, task, classes, adapters)
-        return result, result.classes, task
-    if len(outs) == 1:
-        only = next(iter(outs.values()))
-        return only, only.classes, next(iter(adapters.values())).task
-    return None, None, None
-
-
 def _decoded(g: GraphBuilder, result: ModelOutputs, classes: list) -> ModelOutputs:
     """A model of a scikit-learn ensemble predicts class indices (its estimators are fitted on encoded
     labels): its label becomes the class itself, its probability columns are named by the classes."""
@@ -257,57 +198,6 @@ def _decoded(g: GraphBuilder, result: ModelOutputs, classes: list) -> ModelOutpu
         values["label"] = label_from_index(g, classes, label if label.dtype == INT64 else
                                            g.op("Cast", label, to=INT64, dtype=INT64))
     return ModelOutputs(values, classes)
-
-
-def _declare_outputs(g: GraphBuilder, outs: dict[str, ModelOutputs], answer: ModelOutputs | None,
-                     adapters: dict[str, Adapter], taken: set[str]) -> list[dict]:
-    from onegraph.export.build import _output_name
-
-    entries: list[dict] = []
-
-    def declare(result: ModelOutputs, prefix: str, model: str) -> None:
-        for role, value in unscored_labels_missing(g, result.values).items():
-            name = _output_name(prefix + role, taken)
-            entry = {"name": name, "column": prefix + role, "role": role, "model": model}
-            shape = ["N"]
-            if role == "probabilities" and result.classes is not None:
-                entry["classes"] = result.classes
-                shape = ["N", len(result.classes)]
-            elif value.shape is not None and len(value.shape) == 2:
-                width = value.shape[1]
-                shape = ["N", width if isinstance(width, int) else None]
-            g.output(value, name, value.dtype, shape)
-            entries.append(entry)
-
-    if answer is None or len(outs) > 1:
-        for model_name, result in outs.items():
-            declare(result, f"{model_name}.", model_name)
-    if answer is not None:
-        declare(answer, "", "ensemble" if len(outs) > 1 else next(iter(outs)))
-    entries.extend(g.checks)  # every flag declared while emitting (preprocessing, spliced models), with details
-    return [_jsonable(e) for e in entries]
-
-
-def _jsonable(entry: dict) -> dict:
-    if "classes" in entry:
-        entry["classes"] = [c.item() if isinstance(c, np.generic) else c for c in entry["classes"]]
-    return entry
-
-
-def _tidy(model: ir.Model, *, merge_common: bool = False) -> None:
-    """Unused nodes out, identical initializers kept once (spliced graphs repeat constants), unique names.
-
-    ``merge_common``: also compute identical nodes on identical inputs once (models built separately repeat
-    the same preprocessing).
-    """
-    from onnx_ir.passes.common import CommonSubexpressionEliminationPass, DeduplicateInitializersPass
-
-    from onegraph.export.build import _clean
-
-    DeduplicateInitializersPass()(model)
-    if merge_common:
-        CommonSubexpressionEliminationPass()(model)
-    _clean(model)
 
 
 # -- parity -------------------------------------------------------------------------------------
@@ -361,30 +251,3 @@ def reference_outputs(frame: pd.DataFrame, preprocessing: Any, adapters: dict[st
             answer, classes = step.apply(answer, classes)
         out.update(answer)
     return out
-
-
-def composed_parity(proto: Any, frame: pd.DataFrame, preprocessing: Any, adapters: dict[str, Adapter],
-                    ensemble: Ensemble | None, post: Sequence[PostStep], seq: SequenceSpec | None,
-                    columns: list[str], rtol: float, atol: float):
-    """:class:`~onegraph.verify.parity.ParityReport` of the composed graph (onnxruntime) against
-    :func:`reference_outputs` on ``frame``."""
-    expected = reference_outputs(frame, preprocessing, adapters, ensemble, post, seq, columns)
-    return outputs_parity(proto, frame, expected, rtol, atol)
-
-
-def outputs_parity(proto: Any, data: Any, expected: dict[str, np.ndarray], rtol: float, atol: float):
-    """Run ``proto`` on ``data`` and compare each output with ``expected[output column]`` (labels exactly,
-    numbers within ``atol + rtol * |expected|``); outputs without an expected value are not compared."""
-    from onegraph.runtime.session import Session
-    from onegraph.verify.parity import ParityReport, compare
-
-    session = Session(proto)
-    got = session.run(data)
-    results = []
-    for out in session.outputs:
-        column = out.get("column", out["name"])
-        if out.get("role") == "check" or column not in expected:
-            continue
-        results.append(compare(column, got[out["name"]], expected[column], rtol=rtol, atol=atol,
-                               exact=out.get("role") in ("label", "top_labels")))
-    return ParityReport(results, len(next(iter(got.values()))) if got else 0, rtol, atol)

@@ -21,6 +21,8 @@ from onegraph.emit import BOOL, DOUBLE, INT64, GraphBuilder
 from onegraph.errors import ExportError
 from onegraph.export.adapters.models import ModelOutputs, label_from_index
 
+__all__ = ["METHODS", "Ensemble"]
+
 METHODS = ("mean", "weighted", "vote", "stacking")
 
 
@@ -57,7 +59,12 @@ class Ensemble:
     def from_sklearn(cls, obj: Any) -> tuple[dict[str, Any], Ensemble]:
         """The models and the ensemble of a fitted ``VotingClassifier`` / ``VotingRegressor`` /
         ``StackingClassifier`` / ``StackingRegressor``."""
-        from sklearn.ensemble import StackingClassifier, StackingRegressor, VotingClassifier, VotingRegressor
+        from sklearn.ensemble import (
+            StackingClassifier,
+            StackingRegressor,
+            VotingClassifier,
+            VotingRegressor,
+        )
 
         names = [n for n, e in obj.estimators if e != "drop"]
         models = dict(zip(names, obj.estimators_))
@@ -149,7 +156,7 @@ class Ensemble:
                     **{f"keys_{kind}": keys_list, "values_int64s": values})
 
     def _emit_stacking(self, g: GraphBuilder, outs: list[ModelOutputs], task: str, classes: list | None) -> ModelOutputs:
-        from onegraph.export.adapters.contract import adapt
+        from onegraph.export.adapters.choose import adapt
 
         parts = []
         for o in outs:
@@ -181,7 +188,7 @@ class Ensemble:
         outs = list(expected.values())
         w = self._weights(len(outs))
         if self.method == "stacking":
-            from onegraph.export.adapters.contract import adapt
+            from onegraph.export.adapters.choose import adapt
 
             if task == "regressor":
                 x = np.column_stack([o["prediction"] for o in outs])

@@ -28,15 +28,25 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
-from onegraph.emit import DOUBLE, FLOAT, Col, GraphBuilder
-from onegraph.contract.outputs import check_entries
-from onegraph.errors import ExportError
-from onegraph.export.adapters.models import ModelOutputs
-from onegraph.export.ensemble import Ensemble
-from onegraph.export.postprocess import PostStep
-from onegraph.contract.columns import ColumnSpec
 from onegraph.check.loader import load_model
 from onegraph.contract import metadata as meta
+from onegraph.contract.columns import ColumnSpec
+from onegraph.contract.outputs import check_entries
+from onegraph.emit import DOUBLE, FLOAT, Col, GraphBuilder
+from onegraph.errors import ExportError
+from onegraph.export import assemble
+from onegraph.export.adapters.models import ModelOutputs
+from onegraph.export.combine import (
+    combined_answer,
+    declare_answers,
+    named_models,
+    post_processed,
+)
+from onegraph.export.ensemble import Ensemble
+from onegraph.export.postprocess import PostStep
+from onegraph.verify.parity import outputs_parity
+
+__all__ = ["Part", "read_part", "plan", "compose_models", "parts_by_name", "run_chained", "merged_parity"]
 
 _ROLE_BY_NAME = {"label": "label", "probabilities": "probabilities", "prediction": "prediction"}
 _ELEM = {onnx.TensorProto.DOUBLE: ("float", "double"), onnx.TensorProto.FLOAT: ("float", "float"),
@@ -198,8 +208,6 @@ def compose_models(models: Sequence[Any], *, names: Sequence[str] | None = None,
         when the merged model's outputs differ from the chained sessions' on ``sample``.
     """
     from onegraph.export.adapters.onnx_graph import splice
-    from onegraph.export.build import _INPUT_TYPES, _finish, refuse_divergence
-    from onegraph.export.compose import _answer, _declare_outputs, _named_models, _tidy
 
     if not models:
         raise ExportError("no model to compose", hint="give at least one .onnx file")
@@ -211,7 +219,7 @@ def compose_models(models: Sequence[Any], *, names: Sequence[str] | None = None,
     for p in parts:
         for s in p.specs:
             specs.setdefault(s.name, s)
-    values = {n: g.input(n, _INPUT_TYPES[s.onnx_type]) for n, s in specs.items()}
+    values = {c.name: c.value for c in assemble.graph_inputs(g, list(specs.values()))}
     raw: dict[str, dict[str, ir.Value]] = {}
     for p in parts:
         if p.matrix is not None:
@@ -231,34 +239,25 @@ def compose_models(models: Sequence[Any], *, names: Sequence[str] | None = None,
     exposed = [p for p in parts if not p.internal]
     outs = {p.name: _model_outputs(g, p, raw[p.name]) for p in exposed}
     if ensemble is not None:
-        _named_models({p.name: p for p in exposed}, ensemble)  # checks the count
-    answer, classes, _ = _answer(g, outs, {p.name: p for p in exposed}, ensemble)
-    for step in post:
-        if answer is None:
-            raise ExportError(f"{type(step).__name__} applies to one model's or an ensemble's answer")
-        vals, classes = step.emit(g, dict(answer.values), classes)
-        answer = ModelOutputs(vals, classes)
-    entries = _declare_outputs(g, outs, answer, {p.name: p for p in exposed}, set(specs))
+        named_models({p.name: p for p in exposed}, ensemble)  # checks the count
+    answer, classes, _ = combined_answer(g, outs, {p.name: p for p in exposed}, ensemble)
+    answer, classes = post_processed(g, answer, classes, post)
+    entries = declare_answers(g, outs, answer, set(specs))
     for entry in entries:
         part = next((p for p in exposed if p.name == entry.get("model")), None)
         original = next((o for o in part.outputs if o["role"] == entry["role"]), None) if part else None
         if original and "kind" in original:
             entry["kind"] = original["kind"]
-    ir_model = g.to_model()
-    _tidy(ir_model, merge_common=True)
-    used = {v.name for v in ir_model.graph.inputs}
     fields = {"models": [{"name": p.name, "source": p.proto.producer_name or "onnx"} for p in parts]}
     if ensemble is not None:
         fields["ensemble"] = ensemble.to_dict()
-    proto = _finish(ir_model, [s for s in specs.values() if s.name in used], entries, None, {}, fields)
-    if sample is not None:
-        refuse_divergence(merged_parity(proto, parts, sample, ensemble, post, rtol, atol),
-                          "the merged graph diverges from the chained models")
-    if path is not None:
-        from onegraph.io import save_model
 
-        save_model(proto, path)
-    return proto
+    def verify(proto: onnx.ModelProto) -> Any:
+        return merged_parity(proto, parts, sample, ensemble, post, rtol, atol)
+
+    return assemble.finish(g, list(specs.values()), entries, {}, given=fields, merge_common=True,
+                           verify=verify if sample is not None else None,
+                           what="the merged graph diverges from the chained models", path=path)
 
 
 def parts_by_name(parts: list[Part]) -> dict[str, Part]:
@@ -307,8 +306,6 @@ def run_chained(parts: list[Part], data: Any) -> dict[str, dict[str, np.ndarray]
 def merged_parity(proto: onnx.ModelProto, parts: list[Part], data: Any, ensemble: Ensemble | None,
                   post: Sequence[PostStep], rtol: float, atol: float):
     """:class:`~onegraph.verify.parity.ParityReport` of the merged model against :func:`run_chained`."""
-    from onegraph.export.compose import outputs_parity
-
     chained = run_chained(parts, data)
     exposed = [p for p in parts if not p.internal]
     expected: dict[str, np.ndarray] = {}
@@ -325,4 +322,4 @@ def merged_parity(proto: onnx.ModelProto, parts: list[Part], data: Any, ensemble
         for step in post:
             answer, classes = step.apply(answer, classes)
         expected.update(answer)
-    return outputs_parity(proto, data, expected, rtol, atol)
+    return outputs_parity(proto, data, expected, rtol=rtol, atol=atol)

@@ -19,8 +19,14 @@ Modules: :mod:`~onegraph.federated.params` (parameters, selection, get / set), :
 from onegraph.federated.aggregate import METHODS, apply_deltas, average, check_deltas
 from onegraph.federated.deltas import DeltaHeader, make_delta, read_header
 from onegraph.federated.fingerprint import fingerprint, structure
-from onegraph.federated.params import (Parameter, get_parameters, list_parameters, load, mark_trainable,
-                                       set_parameters)
+from onegraph.federated.params import (
+                                       Parameter,
+                                       get_parameters,
+                                       list_parameters,
+                                       load,
+                                       mark_trainable,
+                                       set_parameters,
+)
 
 __all__ = ["METHODS", "DeltaHeader", "Parameter", "apply_deltas", "average", "check_deltas", "fingerprint",
            "get_parameters", "list_parameters", "load", "make_delta", "mark_trainable", "read_header",

@@ -43,6 +43,8 @@ from onegraph.federated.deltas import DeltaHeader, last_round, read_header, read
 from onegraph.federated.fingerprint import dtype_name
 from onegraph.federated.params import Loaded, kind_of, load
 
+__all__ = ["METHODS", "MEMORY", "average", "apply_deltas", "check_deltas", "chunks"]
+
 METHODS = ("fedavg", "median", "trimmed-mean")
 #: default working memory of one chunk, bytes
 MEMORY = 64 << 20
@@ -298,8 +300,8 @@ def _lineage(model: Loaded, headers: list[DeltaHeader], method: str, trim: float
     """``metadata_props`` entries for the merged model: ``federated`` (this round appended), ``lineage``,
     ``created_at``, ``producer``."""
     import onegraph
-    from onegraph.meta import encode
     from onegraph.contract.metadata import now_rfc3339
+    from onegraph.meta import encode
 
     entry = {"round": headers[0].round, "base_model": model.hash, "method": method, "clients": len(headers),
              "samples": sum(h.samples for h in headers)}

@@ -44,8 +44,16 @@ import numpy as np
 import onnx_ir as ir
 
 from onegraph.errors import FederatedError
-from onegraph.federated.fingerprint import dtype_name, first_difference, structure, tensor_bytes
-from onegraph.federated.params import FLOAT_TYPES, Loaded, load, select
+from onegraph.federated.fingerprint import (
+    dtype_name,
+    first_difference,
+    structure,
+    tensor_bytes,
+)
+from onegraph.federated.params import Loaded, load, select
+
+__all__ = ["FORMAT", "FORMAT_VERSION", "stored_dtype", "DeltaParameter", "DeltaHeader", "make_delta",
+           "check_same_architecture", "last_round", "read_header", "read_slice"]
 
 FORMAT = "onegraph.federated.delta"
 FORMAT_VERSION = "1"
@@ -141,8 +149,9 @@ def make_delta(local: Any, base: Any, path: str | os.PathLike, *, samples: int |
         floating-point parameter or its delta holds NaN or infinity (naming it and the first coordinate),
         or when the sample count is unknown or negative.
     """
-    from onegraph.io import atomic_path
     from safetensors.numpy import save_file
+
+    from onegraph.io import atomic_path
 
     local_model = load(local, trusted=trusted, role="local model")
     base_model = load(base, trusted=trusted, role="base model")

@@ -22,6 +22,8 @@ from typing import Any
 import onnx
 import onnx_ir as ir
 
+__all__ = ["structure", "fingerprint", "first_difference", "tensor_bytes", "dtype_name"]
+
 
 def structure(model: ir.Model) -> list[str]:
     """One line of text per structural item of ``model`` (see the module docstring), in graph order."""

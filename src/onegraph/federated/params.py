@@ -36,6 +36,10 @@ import onnx_ir as ir
 from onegraph.errors import FederatedError
 from onegraph.federated.fingerprint import dtype_name, fingerprint
 
+__all__ = ["FLOAT_TYPES", "INTEGER_TYPES", "QUANTIZED_TYPES", "QUANTIZATION_OPS", "Parameter", "Loaded",
+           "load", "kind_of", "select", "list_parameters", "get_parameters", "set_parameters",
+           "mark_trainable"]
+
 FLOAT_TYPES = frozenset({ir.DataType.FLOAT16, ir.DataType.BFLOAT16, ir.DataType.FLOAT, ir.DataType.DOUBLE})
 INTEGER_TYPES = frozenset({ir.DataType.INT8, ir.DataType.INT16, ir.DataType.INT32, ir.DataType.INT64,
                            ir.DataType.UINT8, ir.DataType.UINT16, ir.DataType.UINT32, ir.DataType.UINT64,

@@ -18,6 +18,9 @@ import numpy as np
 
 from onegraph.frame.tensors import Val, lookup, where
 
+__all__ = ["NS_PER_DAY", "NS_PER_HOUR", "NS_PER_MINUTE", "NS_PER_SECOND", "is_leap", "days_in_month",
+           "days_from_civil", "civil_from_days", "Calendar"]
+
 NS_PER_DAY = 86_400_000_000_000
 NS_PER_HOUR = 3_600_000_000_000
 NS_PER_MINUTE = 60_000_000_000

@@ -38,8 +38,18 @@ import pandas as pd
 
 from onegraph.emit import INT64_MIN
 from onegraph.frame.calendar import days_from_civil, days_in_month
-from onegraph.frame.strings import concat, digit_count, full_match, leading_int, part, split, text
+from onegraph.frame.strings import (
+    concat,
+    digit_count,
+    full_match,
+    leading_int,
+    part,
+    split,
+    text,
+)
 from onegraph.frame.tensors import Val, all_of, lookup, maximum, minimum, scalar, where
+
+__all__ = ["ISO_PATTERN", "DateFormat", "date_format", "parse_pandas", "emit_parse", "assemble_ns"]
 
 _D = "[0-9]"
 _WS = r"[ \t\n\x0b\x0c\r]"  # C isspace in the "C" locale: what pandas' parser skips

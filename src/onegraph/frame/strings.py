@@ -20,6 +20,8 @@ import numpy as np
 from onegraph.emit import BOOL, INT64, STRING
 from onegraph.frame.tensors import Val, count_at_most, where
 
+__all__ = ["text", "full_match", "split", "part", "concat", "leading_int", "digit_count", "join", "replace"]
+
 
 def text(x: Val, value: str) -> Val:
     """A string constant (scalar) broadcasting against ``x``."""

@@ -23,6 +23,8 @@ import onnx_ir as ir
 
 from onegraph.emit import BOOL, DOUBLE, INT64, STRING, GraphBuilder
 
+__all__ = ["Val", "scalar", "where", "minimum", "maximum", "any_of", "all_of", "lookup", "count_at_most"]
+
 _NUMPY = {INT64: np.int64, DOUBLE: np.float64, BOOL: np.bool_}
 
 

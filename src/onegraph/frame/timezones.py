@@ -25,6 +25,8 @@ import pandas as pd
 from onegraph.errors import ExportError
 from onegraph.frame.tensors import Val, count_at_most, lookup
 
+__all__ = ["NS", "OffsetTable", "offset_table", "local_time", "covered"]
+
 NS = 1_000_000_000
 
 

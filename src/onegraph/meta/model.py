@@ -25,6 +25,9 @@ from onegraph.contract.metadata import (
 )
 from onegraph.errors import MetadataError
 
+__all__ = ["read_metadata", "set_metadata", "diff", "model_hash", "table_hash", "jsonable_params",
+           "qualified_name", "dtypes_in_use", "source_library"]
+
 _ALIASES = {standard: name for name, standard in STANDARD_KEYS.items()}
 
 

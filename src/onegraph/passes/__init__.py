@@ -30,7 +30,14 @@ from onegraph.passes.functions import (
     inline,
     list_functions,
 )
-from onegraph.passes.grouping import AUTO, Group, by_metadata, by_nodes, by_scope, parse_function_id
+from onegraph.passes.grouping import (
+    AUTO,
+    Group,
+    by_metadata,
+    by_nodes,
+    by_scope,
+    parse_function_id,
+)
 from onegraph.passes.scopes import SCOPE_DOMAIN
 
 GROUP_BY = ("metadata", "scope", "nodes")

@@ -21,8 +21,17 @@ import onnx_ir as ir
 
 from onegraph.errors import GroupingError
 from onegraph.passes._index import GraphIndex
-from onegraph.passes.scopes import (SCOPE_DOMAIN, Scope, call_metadata, call_name, function_name, metadata_chain,
-                                    name_chain)
+from onegraph.passes.scopes import (
+    SCOPE_DOMAIN,
+    Scope,
+    call_metadata,
+    call_name,
+    function_name,
+    metadata_chain,
+    name_chain,
+)
+
+__all__ = ["Group", "AUTO", "by_metadata", "by_scope", "by_nodes", "parse_function_id"]
 
 
 @dataclasses.dataclass

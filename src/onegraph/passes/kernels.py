@@ -225,7 +225,6 @@ def _fuse_body(model: ir.Model, ident: FunctionId, kernel: FusedBody) -> bool:
     import onnx
 
     from onegraph.passes.fusion import fuse
-
     from onegraph.passes.fusion._match import constant
 
     function = model.functions[ident]

@@ -29,6 +29,9 @@ import onnx_ir as ir
 
 from onegraph.contract.scopes import CLASS_KEY, NAMESPACE_KEY, SCOPES_KEY
 
+__all__ = ["TORCH_NAME_SCOPES", "TORCH_CLASS_HIERARCHY", "SCOPE_DOMAIN", "PUBLIC_NAMESPACES", "Scope",
+           "metadata_chain", "name_chain", "call_metadata", "call_name", "function_name"]
+
 TORCH_NAME_SCOPES = "pkg.torch.onnx.name_scopes"
 TORCH_CLASS_HIERARCHY = "pkg.torch.onnx.class_hierarchy"
 

@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+__all__ = ["FrameTemplate"]
+
 try:  # pandas >= 2.1 internals; absent or changed -> public constructor
     from pandas._libs.internals import BlockPlacement
     from pandas.core.internals import BlockManager

@@ -11,6 +11,8 @@ import pandas as pd
 
 from onegraph.runtime.session import Session
 
+__all__ = ["cached_session", "score"]
+
 _CACHE: OrderedDict[tuple, Session] = OrderedDict()
 _CACHE_SIZE = 8
 

@@ -19,7 +19,13 @@ import numpy as np
 import onnxruntime as ort
 import pandas as pd
 
+from onegraph.check.loader import load_model, read_model
+from onegraph.check.options import session_options
+from onegraph.contract import metadata as meta
+from onegraph.contract.columns import MISSING_STRING, NA_INT64, ColumnSpec
+from onegraph.contract.feeds import single_row_feeds, small_frame_feeds, to_feed
 from onegraph.contract.outputs import check_entries
+from onegraph.contract.tables import column_reader
 from onegraph.errors import (
     ConfigError,
     DataError,
@@ -29,13 +35,9 @@ from onegraph.errors import (
     RuntimeFailure,
     UnknownCategoryError,
 )
-from onegraph.contract.tables import column_reader
-from onegraph.contract.columns import MISSING_STRING, NA_INT64, ColumnSpec
-from onegraph.contract.feeds import single_row_feeds, small_frame_feeds, to_feed
-from onegraph.check.loader import load_model, read_model
-from onegraph.contract import metadata as meta
 from onegraph.runtime.frames import FrameTemplate
-from onegraph.check.options import session_options
+
+__all__ = ["Session"]
 
 _ORT_KINDS = {
     "tensor(double)": ("float", "double"), "tensor(float)": ("float", "float"), "tensor(int64)": ("int", "int64"),

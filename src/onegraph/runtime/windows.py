@@ -18,6 +18,8 @@ import pandas as pd
 
 from onegraph.errors import ColumnTypeError, MissingColumnError
 
+__all__ = ["window_index", "sequence_feeds", "restore_order"]
+
 
 def window_index(group: Any, order: Any, window: int) -> tuple[np.ndarray, np.ndarray]:
     """The sort order of the rows and the window of each sorted row.

@@ -10,9 +10,21 @@
 """
 
 from onegraph.stats.accumulators import TensorAccumulator, TensorStats, merge_all
-from onegraph.stats.annotate import AnnotateStatsPass, StripStatsPass, annotate, read_qparams, read_stats, strip
+from onegraph.stats.annotate import (
+    AnnotateStatsPass,
+    StripStatsPass,
+    annotate,
+    read_qparams,
+    read_stats,
+    strip,
+)
 from onegraph.stats.calibrate import Calibration, annotate_model, calibrate
-from onegraph.stats.qparams import QuantizationError, QuantParams, quant_params, scale_zero_point
+from onegraph.stats.qparams import (
+    QuantizationError,
+    QuantParams,
+    quant_params,
+    scale_zero_point,
+)
 from onegraph.stats.recover import recover, recover_ranges
 
 __all__ = [

@@ -49,6 +49,9 @@ import numpy as np
 
 from onegraph.errors import DataError
 
+__all__ = ["QUANTILE_PROBS", "TUKEY_KS", "Histogram", "OutlierCount", "ChannelStats", "TensorStats",
+           "TensorAccumulator", "merge_all"]
+
 #: probabilities of the quantiles a summary lists
 QUANTILE_PROBS = (0.0001, 0.001, 0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99, 0.999, 0.9999)
 #: Tukey fence multipliers of the IQR

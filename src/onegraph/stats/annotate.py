@@ -59,10 +59,19 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
-from onegraph.errors import OnegraphError
 from onegraph.check.loader import load_model
-from onegraph.stats.accumulators import ChannelStats, Histogram, OutlierCount, TensorStats
+from onegraph.errors import OnegraphError
+from onegraph.stats.accumulators import (
+    ChannelStats,
+    Histogram,
+    OutlierCount,
+    TensorStats,
+)
 from onegraph.stats.qparams import FLOAT8_TYPES, INTEGER_TYPES, QuantParams
+
+__all__ = ["STATS_KEY", "SCHEMA_VERSION", "QUANT_KEY", "SCALE_TENSOR", "ZERO_POINT_TENSOR",
+           "StatsFormatError", "stats_to_dict", "stats_from_dict", "AnnotateStatsPass", "StripStatsPass",
+           "annotate", "strip", "read_stats", "read_qparams"]
 
 STATS_KEY = "onegraph.stats"
 SCHEMA_VERSION = 1

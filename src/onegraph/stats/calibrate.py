@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import fnmatch
 import os
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,9 +28,17 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
-from onegraph.errors import ConfigError, DataError, MissingColumnError, ModelFileError, RuntimeFailure
 from onegraph.check.loader import load_model
+from onegraph.errors import (
+    ConfigError,
+    DataError,
+    MissingColumnError,
+    ModelFileError,
+    RuntimeFailure,
+)
 from onegraph.stats.accumulators import TensorAccumulator, TensorStats
+
+__all__ = ["FLOAT_TYPES", "Calibration", "select_tensors", "calibrate", "annotate_model"]
 
 FLOAT_TYPES = (ir.DataType.FLOAT, ir.DataType.DOUBLE, ir.DataType.FLOAT16, ir.DataType.BFLOAT16)
 _NUMPY = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(float16)": np.float16,
@@ -454,7 +462,13 @@ class _NoBar:
 
 def _progress_bar(progress: bool | None) -> Any:
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
 
     err = Console(stderr=True)
     if progress is None:

@@ -43,6 +43,10 @@ import onnx
 from onegraph.errors import OnegraphError
 from onegraph.stats.accumulators import Histogram, TensorStats
 
+__all__ = ["QuantizationError", "INTEGER_TYPES", "FLOAT8_TYPES", "FULL_RANGES", "METHODS", "QuantParams",
+           "qrange", "scale_zero_point", "float8_scale", "check_options", "choose_range", "percentile_range",
+           "centered_histogram", "entropy_threshold", "mse_range", "quant_params"]
+
 
 class QuantizationError(OnegraphError):
     """Quantization parameters cannot be derived (no finite range, unknown type, method needs data it lacks)."""
@@ -62,7 +66,7 @@ FLOAT8_TYPES: dict[str, tuple[Any, int]] = {
     "float8e5m2": (ml_dtypes.float8_e5m2, onnx.TensorProto.FLOAT8E5M2),
 }
 # ONNX Runtime's ONNX_INT_TYPE_RANGE / _SYMMETRIC_RANGE / _REDUCED_RANGE (quant_utils.py)
-_FULL = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535), "int16": (-32768, 32767),
+FULL_RANGES = {"uint8": (0, 255), "int8": (-128, 127), "uint16": (0, 65535), "int16": (-32768, 32767),
          "uint4": (0, 15), "int4": (-8, 7)}
 _SYMMETRIC = {"int8": (-127, 127), "int16": (-32767, 32767)}
 _REDUCED = {"uint8": (0, 127), "int8": (-64, 64), "uint16": (0, 32767), "int16": (-16384, 16384),
@@ -102,14 +106,14 @@ def qrange(quant_type: str, *, symmetric: bool = False, reduce_range: bool = Fal
     QuantizationError
         for a type that is not one of :data:`INTEGER_TYPES`.
     """
-    if quant_type not in _FULL:
+    if quant_type not in FULL_RANGES:
         raise QuantizationError(f"unknown integer quantization type {quant_type!r}",
-                                hint=f"use one of {', '.join(_FULL)}")
+                                hint=f"use one of {', '.join(FULL_RANGES)}")
     if reduce_range:
         return _REDUCED[quant_type]
     if symmetric and quant_type in _SYMMETRIC:
         return _SYMMETRIC[quant_type]
-    return _FULL[quant_type]
+    return FULL_RANGES[quant_type]
 
 
 def scale_zero_point(rmin: Any, rmax: Any, quant_type: str = "uint8", *, symmetric: bool = False,

@@ -27,7 +27,9 @@ import onnx_ir as ir
 from onegraph.check.loader import load_model
 from onegraph.stats.accumulators import ChannelStats, TensorStats
 from onegraph.stats.annotate import AnnotateStatsPass
-from onegraph.stats.qparams import _FULL, FLOAT8_TYPES, INTEGER_TYPES
+from onegraph.stats.qparams import FLOAT8_TYPES, FULL_RANGES, INTEGER_TYPES
+
+__all__ = ["RecoveredRange", "representable_range", "recover_ranges", "recover"]
 
 # op_type -> (quantized input slots (tensor, scale, zero point), output slot (scale, zero point))
 _QLINEAR: dict[str, tuple[tuple[tuple[int, int, int], ...], tuple[int, int]]] = {
@@ -44,7 +46,7 @@ _QLINEAR: dict[str, tuple[tuple[tuple[int, int, int], ...], tuple[int, int]]] = 
 # per-channel weight scales: QLinearConv's along the output channels, QLinearMatMul's along b's columns
 _WEIGHT_AXIS = {"QLinearConv": 0, "QLinearMatMul": -1}
 # the representable integers of each type; int32 for biases quantized with scale = input scale * weight scale
-_INTEGER_RANGES = {**_FULL, "int32": (-(2**31), 2**31 - 1)}
+_INTEGER_RANGES = {**FULL_RANGES, "int32": (-(2**31), 2**31 - 1)}
 _TYPES = {"int32": (np.int32, onnx.TensorProto.INT32), **INTEGER_TYPES, **FLOAT8_TYPES}
 _NUMPY_NAMES = {np.dtype(np_type): name for name, (np_type, _) in _TYPES.items()}
 _IR_NAMES = {ir.DataType(code): name for name, (_, code) in _TYPES.items()}

@@ -22,6 +22,8 @@ from onegraph.io import write_bytes
 from onegraph.stats.accumulators import TensorStats
 from onegraph.stats.qparams import QuantParams
 
+__all__ = ["summary_tables", "tensor_table", "write_html"]
+
 
 def _fmt(x: float | None) -> str:
     if x is None:

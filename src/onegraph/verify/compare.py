@@ -30,12 +30,14 @@ from typing import Any
 import numpy as np
 import onnx
 
-from onegraph.errors import ConfigError, DataError, OnegraphError
 from onegraph.check.loader import load_model
+from onegraph.errors import ConfigError, DataError, OnegraphError
 from onegraph.verify.feeds import model_feeds
 from onegraph.verify.intermediates import expose, inlined, with_types
 from onegraph.verify.lowprec import reference_run
 from onegraph.verify.runs import as_array, run, session
+
+__all__ = ["AGAINST", "TensorStats", "Divergence", "CompareReport", "compare_runtimes"]
 
 AGAINST = ("reference", "ort-basic", "ort-all")
 

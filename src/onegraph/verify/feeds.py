@@ -24,10 +24,12 @@ from typing import Any
 import numpy as np
 import onnx
 
-from onegraph.errors import DataError
 from onegraph.check.loader import load_model
-from onegraph.io import read_table
 from onegraph.contract import metadata as meta
+from onegraph.errors import DataError
+from onegraph.io import read_table
+
+__all__ = ["model_feeds", "table_feeds", "generated_feeds"]
 
 Feeds = dict[str, np.ndarray]
 

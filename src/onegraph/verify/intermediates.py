@@ -13,6 +13,8 @@ import onnx
 import onnx_ir as ir
 import onnx_ir.passes.common as common_passes
 
+__all__ = ["inlined", "with_types", "expose", "node_order"]
+
 
 def inlined(model: onnx.ModelProto) -> onnx.ModelProto:
     """``model`` with its model-local functions inlined (a copy; the input is not modified)."""

@@ -36,6 +36,9 @@ from onnx.reference.op_run import OpRun
 
 from onegraph.errors import RuntimeFailure
 
+__all__ = ["FORMATS", "NodeMeasure", "reference_run", "failing_node", "cast_feeds", "relative_error",
+           "sum_bound", "simulate", "measure", "decide"]
+
 #: low-precision formats: name -> (numpy dtype, TensorProto type, largest finite value)
 FORMATS = {
     "float16": (np.dtype(np.float16), onnx.TensorProto.FLOAT16, float(np.finfo(np.float16).max)),

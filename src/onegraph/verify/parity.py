@@ -1,15 +1,23 @@
-"""Parity: do the source objects and the graph give the same answers on the same rows?"""
+"""Parity: does a graph give the expected answers on the same rows? Output by output, labels and text exactly,
+numbers within a stated tolerance (:func:`outputs_parity`, :func:`compare`).
+
+The expected values come from elsewhere, computed independently: :func:`onegraph.parity` computes them with
+the source scikit-learn objects (:mod:`onegraph.export.parity`), compose and merge with the source libraries
+and chained sessions.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from onegraph.contract.tables import as_pandas
 from onegraph.contract.columns import MISSING_STRING
+
+__all__ = ["OutputParity", "ParityReport", "outputs_parity", "compare", "as_graph_values"]
 
 
 @dataclasses.dataclass
@@ -62,90 +70,53 @@ class ParityReport:
         return "\n".join([head] + [f"  {o}" for o in self.outputs])
 
 
-def parity(pipeline: Any, model: Any, data: Any, *, onnx_model: Any = None, rtol: float = 1e-6,
-           atol: float = 1e-12) -> ParityReport:
-    """Run the source objects and the graph on the same rows and compare every output.
+def outputs_parity(model: Any, data: Any, expected: Mapping[Any, Any], *, rtol: float = 1e-6,
+                   atol: float = 1e-12) -> ParityReport:
+    """Run ``model`` (in onnxruntime) on ``data`` and compare each output with its expected values.
 
     Parameters
     ----------
-    pipeline, model:
-        The fitted preprocessing and model, as given to :func:`onegraph.build` (either may be None; a
-        ``Pipeline`` ending in a model is split).
+    model:
+        A model onegraph made (path, bytes or ``onnx.ModelProto``): its metadata names each output's column
+        and role.
     data:
         The rows (any table onegraph reads).
-    onnx_model:
-        The graph to check (path, bytes or ModelProto); built from ``pipeline`` and ``model`` when None.
+    expected:
+        Output column (``label``, ``probabilities``, ``rf.prediction``...) -> values computed independently
+        (the source library, numpy); transformed columns (role ``feature``) may instead be keyed by their
+        position among the model's feature outputs (a step may not name its outputs). Outputs without an
+        expected value are not compared.
     rtol, atol:
-        A number agrees when ``|graph - source| <= atol + rtol * |source|``; labels and text must be equal.
+        A number agrees when ``|graph - expected| <= atol + rtol * |expected|``; labels and text must be equal.
 
     Returns
     -------
     ParityReport
-        One :class:`OutputParity` per output (classifier: label agreement and probability differences;
-        regressor: prediction differences; preprocessing only: one per transformed column).
+        One :class:`OutputParity` per compared output.
     """
-    from onegraph.export.build import build, split_pipeline
     from onegraph.runtime.session import Session
 
-    pipeline, model = split_pipeline(pipeline, model)
-    frame = as_pandas(data)
-    if onnx_model is None:
-        onnx_model = build(pipeline, model, frame, check_parity=False)
-    session = Session(onnx_model)
-    got = session.run(frame)
-    expected = _expected(pipeline, model, frame)
-    outputs = []
+    session = Session(model)
+    got = session.run(data)
     features = [o for o in session.outputs if o.get("role") == "feature"]
+    results = []
     for out in session.outputs:
-        if out.get("role") == "check":
-            continue
+        role = out.get("role")
         column = out.get("column", out["name"])
-        if out.get("role") == "feature":
-            # transformed columns are compared in order: a step may not name its outputs
-            column = features.index(out)
-        if column not in expected:
+        key = features.index(out) if role == "feature" and features.index(out) in expected else column
+        if role == "check" or key not in expected:
             continue
-        outputs.append(compare(out.get("column", out["name"]), got[out["name"]], expected[column], rtol=rtol,
-                               atol=atol, exact=out.get("role") == "label"))
-    return ParityReport(outputs, len(frame), rtol, atol)
+        results.append(compare(column, got[out["name"]], expected[key], rtol=rtol, atol=atol,
+                               exact=role in ("label", "top_labels")))
+    return ParityReport(results, len(next(iter(got.values()))) if got else 0, rtol, atol)
 
 
-def _expected(pipeline: Any, model: Any, frame: pd.DataFrame) -> dict[str, Any]:
-    from onegraph.export.build import input_columns
-
-    x = frame
-    if pipeline is not None:
-        x = pipeline.transform(frame)
-    elif model is not None:
-        x = frame[input_columns(None, model, frame)]
-    if model is None:
-        return {i: _as_graph_values(f"column {i}", c) for i, c in enumerate(_columns(x))}
-    from sklearn.base import is_classifier
-
-    if hasattr(model, "predict_proba"):
-        return {"label": np.asarray(model.predict(x)), "probabilities": np.asarray(model.predict_proba(x))}
-    if is_classifier(model):
-        return {"label": np.asarray(model.predict(x))}
-    return {"prediction": np.asarray(model.predict(x))}
-
-
-def _columns(x: Any) -> list[Any]:
-    if hasattr(x, "toarray"):
-        x = x.toarray()
-    if hasattr(x, "to_pandas") and not isinstance(x, pd.DataFrame):
-        x = x.to_pandas()
-    if isinstance(x, pd.DataFrame):
-        return [x.iloc[:, j] for j in range(x.shape[1])]
-    arr = np.asarray(x)
-    return [arr[:, j] for j in range(arr.shape[1])]
-
-
-def _as_graph_values(name: str, values: Any) -> np.ndarray:
+def as_graph_values(name: str, values: Any) -> np.ndarray:
     """A source output column in the graph's representation (datetimes as int64 ns, missing text as the
     marker...), so both sides are compared the same way."""
-    from onegraph.errors import OnegraphError
     from onegraph.contract.columns import spec_for
     from onegraph.contract.feeds import to_feed
+    from onegraph.errors import OnegraphError
 
     try:
         return to_feed(spec_for(name, values), values)

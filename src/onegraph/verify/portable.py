@@ -23,6 +23,8 @@ import onnx.shape_inference
 import onnx_ir as ir
 from onnx import TensorProto
 
+__all__ = ["STANDARD_DOMAINS", "LOCALE_DEPENDENT_OPS", "all_nodes", "portability_problems"]
+
 STANDARD_DOMAINS = ("", "ai.onnx", "ai.onnx.ml")
 LOCALE_DEPENDENT_OPS = ("StringNormalizer",)
 _FLOATS = {TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16}

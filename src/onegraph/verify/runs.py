@@ -12,6 +12,8 @@ import onnxruntime as ort
 from onegraph.errors import RuntimeFailure
 from onegraph.verify.parity import OutputParity, compare
 
+__all__ = ["LEVELS", "session", "run", "as_array", "Agreement", "agreement"]
+
 #: onnxruntime graph optimization levels by the names the CLI uses.
 LEVELS = {
     "disabled": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,

@@ -16,6 +16,8 @@ from onegraph.check.static import operators, rules, strings, structure, tensors
 from onegraph.check.static.walk import bodies, domain_of
 from onegraph.check.static.walk import tensors as stored_tensors
 
+__all__ = ["static_findings"]
+
 
 def static_findings(model: onnx.ModelProto, *, folder: str | None = None, memory: int = 4 << 30) -> list[Finding]:
     """Findings for ``model`` from checks ``onnx.checker`` does not make.

@@ -18,6 +18,8 @@ import onnx.defs
 from onegraph.check.findings import Finding
 from onegraph.check.static.walk import Body, domain_of, node_label
 
+__all__ = ["Schema", "Registry", "registry", "check_versions", "check_nodes", "local_functions"]
+
 _VARIADIC = 2
 _OPTIONAL = 1
 #: operators onnxruntime turns into initializers or removes before it looks for kernels

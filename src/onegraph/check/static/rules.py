@@ -16,7 +16,15 @@ import onnx
 
 from onegraph.check.findings import Finding
 from onegraph.check.static.tensors import INT64_MAX, byte_size, small_ints
-from onegraph.check.static.walk import Body, constants, declared_ranks, domain_of, node_label
+from onegraph.check.static.walk import (
+    Body,
+    constants,
+    declared_ranks,
+    domain_of,
+    node_label,
+)
+
+__all__ = ["rule", "check_rules"]
 
 _Rule = Callable[..., Iterator[Finding]]
 _RULES: dict[str, list[_Rule]] = {}

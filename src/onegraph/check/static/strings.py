@@ -15,6 +15,8 @@ from google.protobuf.message import Message
 
 from onegraph.check.findings import Finding
 
+__all__ = ["sanitize"]
+
 
 def sanitize(message: Message, path: str = "") -> Iterator[Finding]:
     """Findings (C007) for the string fields of ``message`` that are not UTF-8; fixes them in place."""

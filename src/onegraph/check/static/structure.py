@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from onegraph.check.findings import Finding
 from onegraph.check.static.walk import Body, node_label
 
+__all__ = ["check_body", "function_cycles"]
+
 
 def check_body(body: Body) -> Iterator[Finding]:
     """Findings C303-C307 for one body."""

@@ -20,6 +20,8 @@ from onnx import TensorProto
 from onegraph.check.findings import Finding
 from onegraph.check.static.walk import TensorSite
 
+__all__ = ["INT64_MAX", "element_bits", "byte_size", "type_name", "check_tensor", "small_ints"]
+
 INT64_MAX = (1 << 63) - 1
 _SUB_BYTE_BITS = {TensorProto.INT4: 4, TensorProto.UINT4: 4, TensorProto.FLOAT4E2M1: 4,
                   TensorProto.INT2: 2, TensorProto.UINT2: 2, TensorProto.FLOAT6E2M3: 6,

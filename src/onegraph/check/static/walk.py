@@ -10,6 +10,9 @@ from collections.abc import Iterator, Sequence
 
 import onnx
 
+__all__ = ["DEFAULT_DOMAINS", "domain_of", "Body", "opset_map", "node_label", "graph_defined", "bodies",
+           "TensorSite", "tensors", "has_external_data", "external_locations", "declared_ranks", "constants"]
+
 #: the default domain's two spellings
 DEFAULT_DOMAINS = ("", "ai.onnx")
 

@@ -21,6 +21,8 @@ from onegraph.errors import ExportError
 from onegraph.export.adapters.contract import Adapter, Consumes, qualified_name
 from onegraph.export.adapters.models import ModelOutputs
 
+__all__ = ["BoostingModel"]
+
 #: highest default-domain opset onnxmltools 1.16 converts to; splicing converts it to onegraph's
 _ONNXMLTOOLS_OPSET = 15
 

@@ -20,8 +20,15 @@ from sklearn.calibration import CalibratedClassifierCV
 
 from onegraph.emit import BOOL, DOUBLE, INT64, GraphBuilder
 from onegraph.errors import ExportError
+from onegraph.export.adapters.choose import emit_model
 from onegraph.export.adapters.linear import LINEAR_CLASSIFIERS, decision_function
-from onegraph.export.adapters.models import ModelOutputs, emit_model, label_from_index, register_model
+from onegraph.export.adapters.models import (
+    ModelOutputs,
+    label_from_index,
+    register_model,
+)
+
+__all__ = ["emit_calibrated_classifier"]
 
 
 def _unwrap(est: Any) -> Any:

@@ -10,7 +10,6 @@ adapter for an object.
 from __future__ import annotations
 
 import dataclasses
-import os
 from typing import Any
 
 import numpy as np
@@ -18,6 +17,8 @@ import onnx_ir as ir
 
 from onegraph.emit import DOUBLE, FLOAT, GraphBuilder
 from onegraph.errors import ExportError
+
+__all__ = ["Consumes", "Adapter", "qualified_name"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,40 +108,3 @@ def qualified_name(obj: Any) -> str:
     from onegraph.meta.model import qualified_name as name_of
 
     return name_of(type(obj))
-
-
-def adapt(obj: Any) -> Adapter:
-    """The adapter for ``obj``.
-
-    ``obj`` may be an :class:`Adapter` (returned as is), a path to / bytes of / ``onnx.ModelProto`` of an
-    ONNX model (:class:`~onegraph.export.adapters.onnx_file.OnnxModel`), a fitted XGBoost or LightGBM
-    scikit-learn-API model (:class:`~onegraph.export.adapters.boosting.BoostingModel`), or a fitted
-    scikit-learn predictor (:class:`~onegraph.export.adapters.sklearn_model.SklearnModel`). A PyTorch module
-    must be wrapped in :class:`~onegraph.export.adapters.torch_module.TorchModule` (which says whether its
-    output is logits of classes or a prediction).
-
-    Raises
-    ------
-    ExportError
-        for a bare PyTorch module or an object that is not a fitted predictor.
-    """
-    if isinstance(obj, Adapter):
-        return obj
-    import onnx
-
-    if isinstance(obj, (str, os.PathLike, bytes, onnx.ModelProto)):
-        from onegraph.export.adapters.onnx_file import OnnxModel
-
-        return OnnxModel(obj)
-    library = type(obj).__module__.split(".")[0]
-    if library in ("xgboost", "lightgbm"):
-        from onegraph.export.adapters.boosting import BoostingModel
-
-        return BoostingModel(obj)
-    if library == "torch":
-        raise ExportError(f"a PyTorch {type(obj).__name__} does not say what its output means",
-                          hint="wrap it: TorchModule(module, classes=[...]) for logits of classes, or "
-                               "TorchModule(module) for a prediction")
-    from onegraph.export.adapters.sklearn_model import SklearnModel
-
-    return SklearnModel(obj)

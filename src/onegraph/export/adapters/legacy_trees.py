@@ -29,6 +29,8 @@ import onnx_ir as ir
 
 from onegraph.errors import ExportError
 
+__all__ = ["LEGACY_OPS", "upgrade_tree_ensembles"]
+
 _MODES = {"BRANCH_LEQ": 0, "BRANCH_LT": 1, "BRANCH_GTE": 2, "BRANCH_GT": 3, "BRANCH_EQ": 4, "BRANCH_NEQ": 5}
 _AGGREGATE = {"AVERAGE": 0, "SUM": 1, "MIN": 2, "MAX": 3}
 LEGACY_OPS = ("TreeEnsembleClassifier", "TreeEnsembleRegressor")

@@ -20,7 +20,14 @@ import sklearn.linear_model as lm
 import sklearn.svm as svm
 
 from onegraph.emit import BOOL, DOUBLE, INT64, GraphBuilder
-from onegraph.export.adapters.models import ModelOutputs, label_from_index, register_model
+from onegraph.export.adapters.models import (
+    ModelOutputs,
+    label_from_index,
+    register_model,
+)
+
+__all__ = ["decision_function", "emit_logistic_regression", "LINEAR_CLASSIFIERS", "emit_linear_classifier",
+           "emit_linear_regressor"]
 
 
 def decision_function(g: GraphBuilder, model: Any, x: ir.Value) -> ir.Value:

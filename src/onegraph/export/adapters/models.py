@@ -20,8 +20,20 @@ import numpy as np
 import onnx_ir as ir
 from sklearn.base import is_classifier
 
-from onegraph.emit import BOOL, DOUBLE, FLOAT, INT64, ML_OPSET, OPSET, STRING, GraphBuilder
+from onegraph.emit import (
+    BOOL,
+    DOUBLE,
+    FLOAT,
+    INT64,
+    ML_OPSET,
+    OPSET,
+    STRING,
+    GraphBuilder,
+)
 from onegraph.errors import ExportError
+
+__all__ = ["ModelOutputs", "unscored_labels_missing", "register_model", "emit_registered",
+           "label_from_index", "skl2onnx_graph"]
 
 
 @dataclasses.dataclass
@@ -53,8 +65,8 @@ def unscored_labels_missing(g: GraphBuilder, values: dict[str, ir.Value]) -> dic
     Missing is the column's missing value: ``MISSING_STRING`` for text labels (``None`` once scored),
     ``INT64_MIN`` for integer labels (``pd.NA``), NaN for float labels; bool labels have none and are kept.
     """
-    from onegraph.emit import INT64_MIN
     from onegraph.contract.columns import MISSING_STRING
+    from onegraph.emit import INT64_MIN
 
     probabilities = values.get("probabilities", values.get("top_probabilities"))
     if probabilities is None or not any(r in values for r in ("label", "top_labels")):
@@ -108,18 +120,15 @@ def register_model(*classes: type) -> Callable[[ModelAdapter], ModelAdapter]:
     return deco
 
 
-def emit_model(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
-    """The outputs of fitted ``model`` applied to ``x`` ``[N, F]`` double.
+def emit_registered(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
+    """The outputs of fitted scikit-learn ``model`` applied to ``x`` ``[N, F]`` double: its registered adapter
+    (:func:`register_model`), else skl2onnx's converter.
 
     Raises
     ------
     ExportError
         when the model is not fitted, or no adapter nor skl2onnx converter exists for it.
     """
-    from onegraph.export.adapters.contract import Adapter, adapt
-
-    if isinstance(model, Adapter) or type(model).__module__.split(".")[0] in ("xgboost", "lightgbm", "torch"):
-        return adapt(model).emit(g, x)
     if not hasattr(model, "n_features_in_") and not hasattr(model, "classes_") and not hasattr(model, "coef_"):
         raise ExportError(f"{type(model).__name__} is not fitted", hint="call fit before building")
     for cls in type(model).__mro__:

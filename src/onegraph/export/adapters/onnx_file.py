@@ -15,13 +15,15 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
-from onegraph.emit import DOUBLE, FLOAT, GraphBuilder
+from onegraph.check.loader import load_model
+from onegraph.contract import metadata as meta
 from onegraph.contract.outputs import check_entries
+from onegraph.emit import DOUBLE, FLOAT, GraphBuilder
 from onegraph.errors import ExportError
 from onegraph.export.adapters.contract import Adapter, Consumes
 from onegraph.export.adapters.models import ModelOutputs
-from onegraph.check.loader import load_model
-from onegraph.contract import metadata as meta
+
+__all__ = ["OnnxModel"]
 
 _FLOATS = {onnx.TensorProto.FLOAT: "float", onnx.TensorProto.DOUBLE: "double"}
 

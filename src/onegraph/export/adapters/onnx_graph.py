@@ -21,6 +21,8 @@ from onnx import inliner
 from onegraph.emit import OPSET, GraphBuilder
 from onegraph.errors import ExportError
 
+__all__ = ["align_opset", "splice"]
+
 
 def align_opset(proto: onnx.ModelProto, what: str) -> onnx.ModelProto:
     """``proto`` converted to onegraph's default-domain opset (:data:`onegraph.emit.OPSET`) if needed."""

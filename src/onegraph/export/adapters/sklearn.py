@@ -16,8 +16,18 @@ import sklearn.compose
 import sklearn.pipeline
 import sklearn.preprocessing
 
-from onegraph.emit import BOOL, DOUBLE, Col, GraphBuilder, find_emitter, register_emitter
+from onegraph.emit import (
+    BOOL,
+    DOUBLE,
+    Col,
+    GraphBuilder,
+    find_emitter,
+    register_emitter,
+)
 from onegraph.errors import ExportError
+
+__all__ = ["emit_step", "step_name", "emit_pipeline", "emit_column_transformer", "emit_feature_union",
+           "emit_function_transformer"]
 
 
 def emit_step(obj: Any, g: GraphBuilder, cols: list[Col], path: str) -> list[Col]:

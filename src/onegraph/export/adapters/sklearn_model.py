@@ -11,11 +11,14 @@ from sklearn.base import is_classifier
 from onegraph.emit import GraphBuilder
 from onegraph.errors import ExportError
 from onegraph.export.adapters.contract import Adapter, Consumes, qualified_name
+from onegraph.export.adapters.models import emit_registered
+
+__all__ = ["SklearnModel"]
 
 
 class SklearnModel(Adapter):
     """A fitted scikit-learn classifier or regressor; consumes a float64 matrix of ``n_features_in_``
-    columns. Emitted by the model registry (:func:`~onegraph.export.adapters.models.emit_model`)."""
+    columns. Emitted by the model registry (:func:`~onegraph.export.adapters.models.emit_registered`)."""
 
     def __init__(self, model: Any) -> None:
         if not (hasattr(model, "predict") and hasattr(model, "n_features_in_")):
@@ -29,9 +32,7 @@ class SklearnModel(Adapter):
         self.consumes = Consumes("double", int(model.n_features_in_))
 
     def emit(self, g: GraphBuilder, x: ir.Value):
-        from onegraph.export.adapters.models import emit_model
-
-        return emit_model(self.model, g, x)
+        return emit_registered(self.model, g, x)
 
     def expected(self, x: Any) -> dict[str, np.ndarray]:
         m = self.model

@@ -25,6 +25,8 @@ from onegraph.errors import ExportError
 from onegraph.export.adapters.contract import Adapter, Consumes, qualified_name
 from onegraph.export.adapters.models import ModelOutputs, label_from_index
 
+__all__ = ["TorchModule"]
+
 
 def _infer_width(module: Any) -> int | None:
     """``in_features`` / ``input_size`` of the first layer that says."""

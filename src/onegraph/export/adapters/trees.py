@@ -24,7 +24,14 @@ import sklearn.tree as skt
 
 from onegraph.emit import BOOL, DOUBLE, FLOAT, INT64, GraphBuilder
 from onegraph.errors import ExportError
-from onegraph.export.adapters.models import ModelOutputs, label_from_index, register_model
+from onegraph.export.adapters.models import (
+    ModelOutputs,
+    label_from_index,
+    register_model,
+)
+
+__all__ = ["TreeArrays", "tree_ensemble", "leaf_vector_sum", "emit_forest_classifier",
+           "emit_forest_regressor", "emit_gradient_boosting", "emit_hist_gradient_boosting"]
 
 
 @dataclasses.dataclass

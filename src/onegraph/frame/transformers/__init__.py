@@ -1,7 +1,7 @@
 """onegraph's DataFrame transformers, grouped by the kind of column they work on."""
 
-from onegraph.frame.transformers.base import FrameTransformer
 from onegraph.frame.transformers.aggregate import GroupAggregate
+from onegraph.frame.transformers.base import FrameTransformer
 from onegraph.frame.transformers.binning import Bucketize, RangeMap
 from onegraph.frame.transformers.categorical import (
     FrequencyEncoder,
@@ -23,7 +23,12 @@ from onegraph.frame.transformers.numeric import (
     StandardScaler,
 )
 from onegraph.frame.transformers.select import ColumnSelector
-from onegraph.frame.transformers.text import RegexMatch, StringConcat, StringSplit, ValueMap
+from onegraph.frame.transformers.text import (
+    RegexMatch,
+    StringConcat,
+    StringSplit,
+    ValueMap,
+)
 from onegraph.frame.transformers.textmap import HashEncoder, StringCase, StringStrip
 
 __all__ = [

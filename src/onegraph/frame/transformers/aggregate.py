@@ -19,7 +19,9 @@ from onegraph.emit import DOUBLE, Col, GraphBuilder, to_tensor
 from onegraph.errors import ColumnTypeError, ConfigError, MissingColumnError
 from onegraph.frame.tensors import any_of, where
 from onegraph.frame.transformers.base import FrameTransformer, category_values, numbers
-from onegraph.frame.transformers.categorical import _keys, lookup_index
+from onegraph.frame.transformers.categorical import encoder_keys, lookup_index
+
+__all__ = ["AGGREGATIONS", "GroupAggregate"]
 
 #: pandas' aggregation names GroupAggregate takes (``SeriesGroupBy.agg``)
 AGGREGATIONS = ("mean", "median", "sum", "min", "max", "std", "var", "count", "size", "nunique", "first", "last")
@@ -130,7 +132,7 @@ class GroupAggregate(FrameTransformer):
         codes, missing = None, []
         sizes = [len(v) for v in self.key_values_]
         for k, seen, size in zip(keys, self.key_values_, sizes):
-            _, key_table = _keys(by_name[k], np.asarray(seen, dtype=object))
+            _, key_table = encoder_keys(by_name[k], np.asarray(seen, dtype=object))
             index = lookup_index(g, by_name[k], key_table)
             missing.append(index < 0)
             codes = index if codes is None else codes * size + index

@@ -17,11 +17,13 @@ import pandas as pd
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import check_is_fitted
 
-from onegraph.emit import Col, GraphBuilder
-from onegraph.errors import ColumnTypeError, DataError, MissingColumnError
-from onegraph.contract.tables import as_pandas
 from onegraph.contract.columns import MISSING_STRING, ColumnSpec, spec_for
 from onegraph.contract.feeds import to_feed
+from onegraph.contract.tables import as_pandas
+from onegraph.emit import Col, GraphBuilder
+from onegraph.errors import ColumnTypeError, DataError, MissingColumnError
+
+__all__ = ["NUMERIC_KINDS", "FrameTransformer", "numbers", "texts", "category_values", "matrix_of"]
 
 NUMERIC_KINDS = ("float", "int", "bool")
 

@@ -19,6 +19,8 @@ from onegraph.errors import ColumnTypeError, ConfigError, ExportError
 from onegraph.frame.tensors import Val, count_at_most, where
 from onegraph.frame.transformers.base import NUMERIC_KINDS, FrameTransformer, numbers
 
+__all__ = ["Bucketize", "emit_kbins_discretizer", "RangeMap"]
+
 
 def _bins(g: GraphBuilder, x: Val, edges: np.ndarray) -> Val:
     """int64 bin of each value: how many inner edges are ``<= x`` (NaN gives 0; callers mask it)."""

@@ -24,23 +24,27 @@ import numpy as np
 import pandas as pd
 import sklearn.preprocessing
 
+from onegraph.contract.columns import MISSING_STRING
+from onegraph.contract.outputs import CHECK_PREFIXES
 from onegraph.emit import (
     BOOL,
-    INT64_MIN,
     DOUBLE,
     FLOAT,
     INT64,
+    INT64_MIN,
     STRING,
     Col,
     GraphBuilder,
     register_emitter,
     to_tensor,
 )
-from onegraph.contract.outputs import CHECK_PREFIXES
 from onegraph.errors import ExportError
-from onegraph.contract.columns import MISSING_STRING
 from onegraph.frame.transformers.base import FrameTransformer, category_values, texts
 from onegraph.frame.transformers.wrapped import SklearnBacked
+
+__all__ = ["CHECK_UNKNOWN", "OneHotEncoder", "OrdinalEncoder", "encoder_keys", "label_lookup",
+           "lookup_index", "emit_one_hot_encoder", "emit_ordinal_encoder", "FrequencyEncoder",
+           "TargetEncoder", "emit_target_encoder", "RareCategoryGrouper"]
 
 #: Prefix of the boolean graph outputs that flag rows a step refuses (see :func:`onegraph.score`).
 CHECK_UNKNOWN = CHECK_PREFIXES["unknown_category"]
@@ -137,14 +141,14 @@ def _probe(est: Any, feature: int) -> tuple[np.ndarray, np.ndarray | None]:
     return out[:-1], out[-1]
 
 
-def _keys(col: Col, cats: np.ndarray) -> tuple[str, np.ndarray]:
+def encoder_keys(col: Col, cats: np.ndarray) -> tuple[str, np.ndarray]:
     """LabelEncoder keys matching how the column is held in the graph: strings, or doubles (NaN included)."""
     if col.kind == "string":
         return "string", np.asarray([MISSING_STRING if _is_missing(c) else str(c) for c in cats], dtype=object)
     return "double", np.asarray([np.nan if _is_missing(c) else float(c) for c in cats], dtype=np.float64)
 
 
-def _lookup(g: GraphBuilder, col: Col, keys: np.ndarray, values: np.ndarray, default: Any):
+def label_lookup(g: GraphBuilder, col: Col, keys: np.ndarray, values: np.ndarray, default: Any):
     """``ai.onnx.ml.LabelEncoder`` (v4, tensor attributes) from the column to ``values``.
 
     A text column an imputer filled is read before filling, with the missing marker mapped where the fill
@@ -178,12 +182,12 @@ def lookup_index(g: GraphBuilder, col: Col, keys: np.ndarray):
     (strings, or doubles with NaN for missing), -1 where absent."""
     from onegraph.frame.tensors import Val
 
-    return Val(g, _lookup(g, col, keys, np.arange(len(keys), dtype=np.int64), -1), INT64)
+    return Val(g, label_lookup(g, col, keys, np.arange(len(keys), dtype=np.int64), -1), INT64)
 
 
 def _check_unknown(g: GraphBuilder, col: Col, keys: np.ndarray) -> None:
     """Add the boolean output flagging rows whose value is not a known category."""
-    known = _lookup(g, col, keys, np.zeros(len(keys), np.int64), 1)
+    known = label_lookup(g, col, keys, np.zeros(len(keys), np.int64), 1)
     flag = g.op("Cast", known, to=BOOL, dtype=BOOL)
     g.flag(flag, "unknown_category", col.name)
 
@@ -202,8 +206,8 @@ def emit_one_hot_encoder(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col
         # position of the 1 for each category; ``width`` (out of OneHot's range) gives all zeros
         position = np.where(rows.any(axis=1), rows.argmax(axis=1), width).astype(np.int64)
         default = width if unknown is None or not unknown.any() else int(unknown.argmax())
-        kind, keys = _keys(col, est.categories_[i])
-        index = _lookup(g, col, keys, position, default)
+        kind, keys = encoder_keys(col, est.categories_[i])
+        index = label_lookup(g, col, keys, position, default)
         blocks.append(g.op("OneHot", index, g.const(np.int64(width), "depth"),
                            g.const(np.array([0.0, 1.0], np.float32), "onehot_values"), axis=-1, dtype=FLOAT))
         if unknown is None:
@@ -222,9 +226,9 @@ def emit_ordinal_encoder(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col
     out = []
     for i, col in enumerate(cols):
         rows, unknown = _probe(est, i)
-        kind, keys = _keys(col, est.categories_[i])
+        kind, keys = encoder_keys(col, est.categories_[i])
         default = np.nan if unknown is None else float(unknown[0])
-        value = _lookup(g, col, keys, rows[:, 0].astype(np.float64), default)
+        value = label_lookup(g, col, keys, rows[:, 0].astype(np.float64), default)
         if unknown is None:
             _check_unknown(g, col, keys)
         out.append(Col(names[i], "float", value, DOUBLE))
@@ -234,8 +238,8 @@ def emit_ordinal_encoder(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col
 # -- frequency, target and rare-category encodings -------------------------------------------------
 def _value_table(g: GraphBuilder, col: Col, cats: list, values: np.ndarray, default: float) -> Col:
     """A double column: ``values[i]`` where ``col`` holds ``cats[i]`` (missing included), else ``default``."""
-    _, keys = _keys(col, np.asarray(cats, dtype=object))
-    out = _lookup(g, col, keys, np.asarray(values, dtype=np.float64), float(default))
+    _, keys = encoder_keys(col, np.asarray(cats, dtype=object))
+    out = label_lookup(g, col, keys, np.asarray(values, dtype=np.float64), float(default))
     return Col(col.name, "float", out, DOUBLE)
 
 

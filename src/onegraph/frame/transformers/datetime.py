@@ -15,15 +15,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from onegraph.contract.columns import NA_INT64
+from onegraph.contract.feeds import to_feed
 from onegraph.emit import BOOL, DOUBLE, INT64, INT64_MIN, STRING, Col, GraphBuilder
 from onegraph.errors import ColumnTypeError
 from onegraph.frame.calendar import Calendar
 from onegraph.frame.dateparse import DateFormat, date_format, emit_parse, parse_pandas
-from onegraph.contract.columns import NA_INT64
-from onegraph.contract.feeds import to_feed
 from onegraph.frame.tensors import Val, where
 from onegraph.frame.timezones import OffsetTable, covered, local_time, offset_table
 from onegraph.frame.transformers.base import FrameTransformer
+
+__all__ = ["DateParts", "DateDiff"]
 
 #: part name -> (Calendar attribute, pandas ``dt`` expression); flags are bool, other parts float64
 _PARTS = {

@@ -19,11 +19,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from onegraph.contract.columns import MISSING_STRING
 from onegraph.emit import BOOL, DOUBLE, INT64, STRING, Col, GraphBuilder
 from onegraph.errors import ColumnTypeError, ExportError, MissingColumnError
-from onegraph.contract.columns import MISSING_STRING
 from onegraph.frame.tensors import Val, scalar, where
 from onegraph.frame.transformers.base import FrameTransformer, numbers, texts
+
+__all__ = ["ExpressionError", "Expression"]
 
 #: one-argument functions: (numpy function, ONNX operator)
 _UNARY = {"log": (np.log, "Log"), "exp": (np.exp, "Exp"), "sqrt": (np.sqrt, "Sqrt"), "abs": (np.abs, "Abs"),

@@ -16,11 +16,20 @@ import pandas as pd
 import sklearn.impute
 import sklearn.preprocessing
 
+from onegraph.contract.columns import MISSING_STRING
 from onegraph.emit import BOOL, DOUBLE, STRING, Col, GraphBuilder, register_emitter
 from onegraph.errors import ColumnTypeError, ExportError
-from onegraph.contract.columns import MISSING_STRING
-from onegraph.frame.transformers.base import NUMERIC_KINDS, FrameTransformer, numbers, texts
+from onegraph.frame.transformers.base import (
+    NUMERIC_KINDS,
+    FrameTransformer,
+    numbers,
+    texts,
+)
 from onegraph.frame.transformers.wrapped import SklearnBacked
+
+__all__ = ["StandardScaler", "emit_standard_scaler", "MinMaxScaler", "emit_min_max_scaler", "RobustScaler",
+           "emit_robust_scaler", "MaxAbsScaler", "emit_max_abs_scaler", "PowerTransformer",
+           "emit_power_transformer", "Clip", "LogTransformer", "SimpleImputer", "emit_simple_imputer"]
 
 
 def _double_block(g: GraphBuilder, cols: list[Col]):

@@ -11,6 +11,8 @@ from onegraph.emit import Col, GraphBuilder
 from onegraph.errors import MissingColumnError
 from onegraph.frame.transformers.base import FrameTransformer
 
+__all__ = ["ColumnSelector"]
+
 
 class ColumnSelector(FrameTransformer):
     """Keep some columns, in the order given, unchanged.

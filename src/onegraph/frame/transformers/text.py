@@ -14,12 +14,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from onegraph.contract.columns import MISSING_STRING
 from onegraph.emit import BOOL, DOUBLE, INT64, STRING, Col, GraphBuilder
 from onegraph.errors import ColumnTypeError, ConfigError
-from onegraph.contract.columns import MISSING_STRING
 from onegraph.frame.strings import concat, full_match, part, split, text
 from onegraph.frame.tensors import Val, any_of, maximum, where
 from onegraph.frame.transformers.base import FrameTransformer, numbers, texts
+
+__all__ = ["StringConcat", "StringSplit", "ValueMap", "RegexMatch"]
 
 
 def _text_col(g: GraphBuilder, col: Col) -> Val:
@@ -297,7 +299,7 @@ class ValueMap(FrameTransformer):
         return k, v
 
     def emit(self, g: GraphBuilder, cols: list[Col]) -> list[Col]:
-        from onegraph.frame.transformers.categorical import _lookup
+        from onegraph.frame.transformers.categorical import label_lookup
 
         out = []
         keep = isinstance(self.unmatched, str) and self.unmatched == "keep"
@@ -307,16 +309,16 @@ class ValueMap(FrameTransformer):
             if not keep:  # one lookup, the default in place of unmatched values
                 default = (MISSING_STRING if _is_missing_key(self.unmatched) else str(self.unmatched)) \
                     if self.kind_ == "string" else (np.nan if _is_missing_key(self.unmatched) else float(self.unmatched))
-                out.append(Col(col.name, self.kind_, _lookup(g, col, keys, new, default), dtype))
+                out.append(Col(col.name, self.kind_, label_lookup(g, col, keys, new, default), dtype))
                 continue
             # unmatched values kept: look up with a default no mapped value takes, then put them back
             if self.kind_ == "string":
                 sentinel = "\uffff\uffffunmatched"
-                found = Val(g, _lookup(g, col, keys, new, sentinel), STRING)
+                found = Val(g, label_lookup(g, col, keys, new, sentinel), STRING)
                 original = _text_col(g, col)
                 result = where(found == sentinel, original, found)
             elif not np.isnan(new).any():
-                found = Val(g, _lookup(g, col, keys, new, np.nan), DOUBLE)
+                found = Val(g, label_lookup(g, col, keys, new, np.nan), DOUBLE)
                 original = Val(g, g.vector(g.as_double(col)), DOUBLE)
                 result = where(found.isnan(), original, found)
             else:  # NaN among the new values: tell matches apart by position

@@ -30,12 +30,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from onegraph.emit import BOOL, DOUBLE, INT64, STRING, Col, GraphBuilder
 from onegraph.contract.columns import MISSING_STRING
+from onegraph.emit import BOOL, DOUBLE, INT64, STRING, Col, GraphBuilder
 from onegraph.frame.strings import full_match, join, part, replace, split
 from onegraph.frame.tensors import Val, lookup, maximum, where
 from onegraph.frame.transformers.base import FrameTransformer, texts
 from onegraph.frame.transformers.categorical import lookup_index
+
+__all__ = ["StringCase", "StringStrip", "char_code", "stated_hash", "HashEncoder"]
 
 _ASCII_SPACE = "\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f "
 

@@ -18,6 +18,8 @@ from sklearn.base import clone
 from onegraph.emit import Col, GraphBuilder, find_emitter
 from onegraph.frame.transformers.base import FrameTransformer, matrix_of
 
+__all__ = ["SklearnBacked"]
+
 
 class SklearnBacked(FrameTransformer):
     """A :class:`FrameTransformer` delegating its statistics to a scikit-learn estimator.

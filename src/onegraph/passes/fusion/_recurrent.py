@@ -17,7 +17,14 @@ import numpy as np
 import onnx_ir as ir
 from onnxscript.rewriter._rewrite_rule import RULE_NAME_TAG
 
-from onegraph.passes.fusion._match import Linear, all_zero, as_linear, attr_int, constant, row_constant
+from onegraph.passes.fusion._match import (
+    Linear,
+    all_zero,
+    as_linear,
+    attr_int,
+    constant,
+    row_constant,
+)
 
 
 @dataclasses.dataclass
@@ -155,6 +162,16 @@ def _pairs_with(c: ir.Value | None):
 def _time_sliced(v: ir.Value) -> bool:
     p = v.producer()
     return p is not None and p.op_type in ("Gather", "Slice", "Squeeze", "Split") and not _from_fused_step(v)
+
+
+def _from_fused_step(v: ir.Value) -> bool:
+    """Whether ``v`` is a state an earlier fused step gives (a Squeeze of an LSTM / GRU output): a Squeeze that
+    is not a time slice of the input."""
+    p = v.producer()
+    if p is None or p.op_type != "Squeeze" or not p.inputs or p.inputs[0] is None:
+        return False
+    q = p.inputs[0].producer()
+    return q is not None and q.op_type in ("LSTM", "GRU")
 
 
 def reorder(rows: np.ndarray, hidden: int, order: list[int]) -> np.ndarray:

@@ -22,6 +22,8 @@ from onnxscript.rewriter import pattern
 
 from onegraph.passes.fusion._match import either, is_number, rank, unsupported
 
+__all__ = ["SQRT_2", "SQRT_2_OVER_PI", "TANH_CUBIC", "GELU_OPSET", "GeluErf", "GeluTanh", "rules"]
+
 SQRT_2 = math.sqrt(2.0)
 SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 TANH_CUBIC = 0.044715

@@ -22,7 +22,15 @@ import numpy as np
 from onnxscript.rewriter import pattern
 
 from onegraph.passes.fusion import _recurrent
-from onegraph.passes.fusion._match import all_zero, as_linear, either, is_number, row_constant
+from onegraph.passes.fusion._match import (
+    all_zero,
+    as_linear,
+    either,
+    is_number,
+    row_constant,
+)
+
+__all__ = ["RULE", "GruCell", "rules", "merge_sequences"]
 
 RULE = "GruCell"
 

@@ -26,7 +26,17 @@ import numpy as np
 import onnx_ir as ir
 from onnxscript.rewriter import pattern
 
-from onegraph.passes.fusion._match import attr_int, constant, either, rank, scalar, static_dims, unsupported
+from onegraph.passes.fusion._match import (
+    attr_int,
+    constant,
+    either,
+    rank,
+    scalar,
+    static_dims,
+    unsupported,
+)
+
+__all__ = ["LAYER_NORM_OPSET", "LayerNormNoAffine", "LayerNormScale", "LayerNormScaleBias", "rules"]
 
 #: the first opset with LayerNormalization
 LAYER_NORM_OPSET = 17

@@ -30,6 +30,8 @@ from onnxscript.rewriter import pattern
 from onegraph.passes.fusion import _recurrent
 from onegraph.passes.fusion._match import either
 
+__all__ = ["RULE", "LstmCell", "rules", "merge_sequences"]
+
 #: the onnxscript rule-name prefix of the one-step rules (the merge pass finds their nodes by it)
 RULE = "LstmCell"
 

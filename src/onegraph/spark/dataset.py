@@ -1,9 +1,8 @@
-"""``onegraph score MODEL DATA --spark MASTER -o OUT.parquet``: the score command run on Apache Spark.
+"""A data file scored on Apache Spark into a Parquet dataset (``onegraph score MODEL DATA --spark MASTER -o OUT``).
 
-Not a command module of its own: :func:`onegraph.cli.core.score` calls :func:`score_on_spark` when
-``--spark`` is given. DATA is read by Spark (CSV: header row, the model's columns converted to the types its
+DATA is read by Spark (CSV: header row, the model's columns converted to the types its
 input schema names, pandas' missing-value markers such as ``NA`` read as missing, as ``onegraph score`` reads
-them; Parquet: as stored), scored by :func:`onegraph.runtime.spark.score` and written as a Parquet dataset
+them; Parquet: as stored), scored by :func:`onegraph.spark.score.score` and written as a Parquet dataset
 (a folder of part files in partition order, i.e. input order), into a temporary sibling folder renamed into
 place when complete.
 """
@@ -17,20 +16,32 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from onegraph.cli.app import out
 from onegraph.errors import ConfigError, DataError, OnegraphError
 
+__all__ = ["score_file"]
 
-def score_on_spark(model: Path, data: Path, output: Path, *, keep: list[str] | None, trusted: bool,
-                   master: str) -> None:
-    """Score ``data`` with ``model`` on the Spark cluster at ``master`` into the Parquet dataset ``output``."""
+
+def score_file(model: Path, data: Path, output: Path, *, keep: list[str] | None, trusted: bool,
+               master: str) -> tuple[int, list[str], float]:
+    """Score ``data`` (a CSV or Parquet file) with ``model`` on the Spark cluster at ``master`` into the Parquet
+    dataset ``output`` (a folder of part files, in input order, renamed into place when complete).
+
+    Returns the rows written, the columns and the seconds the job took.
+
+    Raises
+    ------
+    OnegraphError
+        for an ``output`` that exists or is not ``.parquet``; DataError for a missing or unreadable ``data``;
+        the model's errors (MissingColumnError, ColumnTypeError...) before the job; RuntimeFailure when the
+        job fails.
+    """
     import shutil
 
     from pyspark.sql import SparkSession
 
     from onegraph.io import check_output_path
     from onegraph.runtime import cached_session
-    from onegraph.runtime.spark import score, spark_errors
+    from onegraph.spark.score import score, spark_errors
 
     if output.exists():  # a dataset is a folder: never written over
         raise OnegraphError(f"cannot write {output}: it exists", hint="remove it or give another name")
@@ -55,9 +66,7 @@ def score_on_spark(model: Path, data: Path, output: Path, *, keep: list[str] | N
         os.replace(tmp, output)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    rows = _rows(output)
-    rate = rows / elapsed if elapsed > 0 else float("inf")
-    out.print(f"wrote {output}: {rows} rows, columns {', '.join(scored.columns)} ({rate:,.0f} rows/s on {master})")
+    return _rows(output), list(scored.columns), elapsed
 
 
 def _read(spark: Any, data: Path, specs: list) -> Any:
@@ -65,7 +74,7 @@ def _read(spark: Any, data: Path, specs: list) -> Any:
     from pandas._libs.parsers import STR_NA_VALUES
     from pyspark.sql import functions as F
 
-    from onegraph.runtime.spark import _CAST
+    from onegraph.spark.score import SPARK_TYPES
 
     if not data.exists():
         raise DataError(f"data file {data} does not exist", hint="check the path")
@@ -80,7 +89,7 @@ def _read(spark: Any, data: Path, specs: list) -> Any:
         if spec.name in frame.columns:
             column = F.col(spec.name)
             value = F.when(column.isin(markers), None).otherwise(column)
-            frame = frame.withColumn(spec.name, value.cast(_CAST[spec.kind]))
+            frame = frame.withColumn(spec.name, value.cast(SPARK_TYPES[spec.kind]))
     return frame
 
 

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import pickle
 import re
 from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
+from onegraph.contract.columns import ColumnSpec
 from onegraph.errors import (
     ColumnTypeError,
     ConfigError,
@@ -30,7 +30,8 @@ from onegraph.errors import (
     OnegraphError,
     RuntimeFailure,
 )
-from onegraph.contract.columns import ColumnSpec
+
+__all__ = ["check_columns", "SPARK_TYPES", "ModelBroadcast", "executor_session", "score", "spark_errors"]
 
 #: Spark type names (``DataType.typeName()``) each input kind accepts
 _ACCEPTED = {
@@ -68,14 +69,14 @@ def check_columns(specs: list[ColumnSpec], schema: Any) -> None:
             raise ColumnTypeError(spec.name, f"Spark type {spark_type.simpleString()} cannot feed the model's "
                                   f"{spec.kind} input ({spec.onnx_type})",
                                   hint=f"cast it, e.g. df.withColumn({spec.name!r}, F.col({spec.name!r})"
-                                       f".cast('{_CAST[spec.kind]}'))")
+                                       f".cast('{SPARK_TYPES[spec.kind]}'))")
 
 
-_CAST = {"float": "double", "int": "long", "bool": "boolean", "string": "string", "datetime": "timestamp",
+SPARK_TYPES = {"float": "double", "int": "long", "bool": "boolean", "string": "string", "datetime": "timestamp",
          "timedelta": "interval day to second"}
 
 
-class _Model:
+class ModelBroadcast:
     """A model's bytes, checked once on the driver, and the layout of its scored columns."""
 
     def __init__(self, model: Any, trusted: bool) -> None:
@@ -108,7 +109,7 @@ def _arrow_type(series: Any) -> Any:
     return pa.Array.from_pandas(series).type
 
 
-def _executor_session(key: str, data: Any, batch_size: int, threads: int) -> Any:
+def executor_session(key: str, data: Any, batch_size: int, threads: int) -> Any:
     """The executor process' session for a model (opened on the first task, reused by the next ones)."""
     from onegraph.runtime.session import Session
 
@@ -168,7 +169,7 @@ def score(df: Any, model: Any, *, batch_size: int = 65536, threads: int = 1, kee
 
     if int(batch_size) < 1 or int(threads) < 0:
         raise ConfigError(f"batch_size={batch_size!r}, threads={threads!r}: batch_size must be >= 1, threads >= 0")
-    m = _Model(model, trusted)
+    m = ModelBroadcast(model, trusted)
     check_columns(m.session.inputs, df.schema)
     outputs = m.output_schema()
     kept = _kept_columns(df, keep, set(outputs.names))
@@ -183,7 +184,7 @@ def score(df: Any, model: Any, *, batch_size: int = 65536, threads: int = 1, kee
     needed = [s.name for s in m.session.inputs]
 
     def score_batches(batches: Iterator[Any]) -> Iterator[Any]:
-        session = _executor_session(key, data, size, n_threads)
+        session = executor_session(key, data, size, n_threads)
         for batch in batches:
             for start in range(0, max(batch.num_rows, 1), size):
                 part = batch.slice(start, size)
@@ -224,65 +225,3 @@ def spark_errors() -> Iterator[None]:
             raise
         first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
         raise RuntimeFailure(f"the Spark job failed: {first[:500]}") from None
-
-
-# -- distributed statistics ----------------------------------------------------------------------
-def calibrate(df: Any, model: Any, *, depth: int = 2, trusted: bool = False, **options: Any) -> Any:
-    """Tensor statistics of a model over a Spark DataFrame: :func:`onegraph.stats.calibrate` per partition,
-    merged with a tree aggregation (``RDD.treeReduce``).
-
-    The accumulators are mergeable (:mod:`onegraph.stats.accumulators`): the result equals one pass over
-    all rows, exactly for counts, minimum, maximum and histograms, to rounding for mean and variance, and
-    within the stated rank error for quantiles.
-
-    Parameters
-    ----------
-    df:
-        A ``pyspark.sql.DataFrame`` with the model's input columns.
-    model:
-        A model built by onegraph (path, bytes or ``onnx.ModelProto``).
-    depth:
-        Depth of the tree aggregation.
-    options:
-        Passed to :func:`onegraph.stats.calibrate` (``tensors``, ``op_types``, ``bins``, ``sketch_k``,
-        ``channel_axis``, ``std_k``, ``sketch_per_sample``, ``seed``...).
-
-    Returns
-    -------
-    onegraph.stats.Calibration
-
-    Raises
-    ------
-    MissingColumnError, ColumnTypeError
-        before any job, for a column the model cannot take; DataError when ``df`` has no rows.
-    """
-    from onegraph.stats.calibrate import calibrate as calibrate_part
-
-    options = {k: v for k, v in options.items() if k not in ("progress", "threads")}
-    m = _Model(model, trusted)
-    check_columns(m.session.inputs, df.schema)
-    data = df.sparkSession.sparkContext.broadcast(m.data)
-    key = m.key
-    needed = [s.name for s in m.session.inputs]
-
-    def partition_stats(batches: Iterator[Any]) -> Iterator[Any]:
-        import pyarrow as pa
-
-        session = _executor_session(key, data, 1 << 30, 1)
-        feeds = (session.feeds(b)[1] for b in batches if b.num_rows)
-        first = next(feeds, None)
-        if first is None:
-            return
-        import itertools
-
-        part = calibrate_part(data.value, itertools.chain([first], feeds), progress=False, threads=1, **options)
-        yield pa.RecordBatch.from_pydict({"calibration": [pickle.dumps(part)]})
-
-    parts = df.select(*needed).mapInArrow(partition_stats, "calibration binary")
-    pickled = parts.rdd.map(lambda row: pickle.loads(row[0]))
-    try:
-        return pickled.treeReduce(lambda a, b: a.merge(b), depth=depth)
-    except ValueError as exc:  # pyspark: "Can not reduce() empty RDD"
-        if "empty" not in str(exc):
-            raise
-        raise DataError("the DataFrame holds no rows to calibrate on", hint="give at least one row") from None

@@ -7,6 +7,8 @@ from typing import Any
 import numpy as np
 import onnx
 
+__all__ = ["ROW_ID", "spark_parity", "collect_arrow"]
+
 ROW_ID = "__onegraph_row"
 
 

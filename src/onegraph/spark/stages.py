@@ -28,8 +28,12 @@ from typing import Any, Union
 import numpy as np
 import onnx_ir as ir
 
-from onegraph.emit import BOOL, DOUBLE, INT64, STRING, Col, GraphBuilder
+from onegraph.emit import BOOL, DOUBLE, INT64, Col, GraphBuilder
 from onegraph.errors import ExportError
+
+__all__ = ["Skips", "registry", "stage_emitter", "supported_stages", "columns_io", "string_indexer",
+           "one_hot_encoder", "vector_assembler", "imputer", "standard_scaler", "min_max_scaler",
+           "bucketizer"]
 
 Column = Union[Col, list[Col]]  # a scalar column, or the elements of a Vector column
 StageEmitter = Callable[[Any, GraphBuilder, dict[str, Column], "Skips"], dict[str, Column]]

@@ -20,12 +20,14 @@ import numpy as np
 import onnx
 import pandas as pd
 
-from onegraph.emit import BOOL, DOUBLE, Col, GraphBuilder
-from onegraph.errors import ExportError, MissingColumnError, ParityError
-from onegraph.export.build import _INPUT_TYPES
-from onegraph.export.spark.models import model_emitter, supported_models
-from onegraph.export.spark.stages import Skips, columns_io, stage_emitter, supported_stages
 from onegraph.contract.columns import ColumnSpec, spec_for
+from onegraph.emit import BOOL, DOUBLE, GraphBuilder
+from onegraph.errors import ExportError, MissingColumnError, ParityError
+from onegraph.export import assemble
+from onegraph.spark.models import model_emitter, supported_models
+from onegraph.spark.stages import Skips, columns_io, stage_emitter, supported_stages
+
+__all__ = ["SKIPPED", "from_spark"]
 
 SKIPPED = "skipped"
 
@@ -69,9 +71,6 @@ def from_spark(pipeline: Any, sample: Any, *, path: str | os.PathLike | None = N
     ParityError
         when the graph's outputs differ from Spark's on ``sample`` (naming the output and the row).
     """
-    from onegraph.export.build import _clean, _finish
-    from onegraph.check import guard
-
     stages = list(getattr(pipeline, "stages", [pipeline]))
     model = stages[-1]
     emit_model = model_emitter(model)
@@ -87,8 +86,7 @@ def from_spark(pipeline: Any, sample: Any, *, path: str | os.PathLike | None = N
     specs = [_spec(fields[c]) for c in reads]
 
     g = GraphBuilder(name)
-    columns: dict[str, Any] = {s.name: Col(s.name, s.kind, g.input(s.name, _INPUT_TYPES[s.onnx_type]),
-                                           _INPUT_TYPES[s.onnx_type]) for s in specs}
+    columns: dict[str, Any] = {c.name: c for c in assemble.graph_inputs(g, specs)}
     skips = Skips()
     for position, obj in needed:
         with g.scope(f"stage{position}", obj):
@@ -101,35 +99,24 @@ def from_spark(pipeline: Any, sample: Any, *, path: str | os.PathLike | None = N
     classes = _classes(stages, model)
     with g.scope("model", model):
         result = emit_model(model, g, g.matrix(features, DOUBLE), classes)
-    outputs = []
-    for role, value in result.values.items():
-        entry = {"name": role, "column": role, "role": role}
-        shape = ["N"]
-        if role == "probabilities":
-            entry["classes"], shape = result.classes, ["N", len(result.classes)]
-        g.output(value, role, value.dtype, shape)
-        outputs.append(entry)
+    outputs = assemble.declare_outputs(g, result, {s.name for s in specs})
     if skips.value is not None:
         g.output(skips.value, SKIPPED, BOOL)
         outputs.append({"name": SKIPPED, "column": SKIPPED, "role": "feature", "kind": "bool"})
-    outputs.extend(g.checks)
-    ir_model = g.to_model()
-    _clean(ir_model)
-    used = {v.name for v in ir_model.graph.inputs}
-    trained = _training_metadata(model, [c for c in reads if c in used])
-    proto = _finish(ir_model, [s for s in specs if s.name in used], outputs, None, trained, metadata or {})
-    guard.trust(proto.SerializeToString())
-    if check_parity:
-        from onegraph.export.spark.parity import spark_parity
 
-        problems = spark_parity(pipeline, proto, sample.select(*[c for c in reads if c in used]), atol=atol)
+    def verify(proto: onnx.ModelProto) -> None:
+        from onegraph.spark.parity import spark_parity
+
+        kept = {i.name for i in proto.graph.input}
+        problems = spark_parity(pipeline, proto, sample.select(*[c for c in reads if c in kept]), atol=atol)
         if problems:
             raise ParityError("the graph diverges from Spark's transform: " + "; ".join(problems[:5]))
-    if path is not None:
-        from onegraph.io import save_model
 
-        save_model(proto, path)
-    return proto
+    def trained(used: list[str]) -> dict[str, Any]:
+        return _training_metadata(model, [c for c in reads if c in used])
+
+    return assemble.finish(g, specs, outputs, trained, given=metadata, verify=verify if check_parity else None,
+                           path=path)
 
 
 def _needed_stages(stages: list, features: str) -> list[tuple[int, Any]]:

@@ -32,7 +32,10 @@ from onegraph.emit import BOOL, DOUBLE, INT64, GraphBuilder
 from onegraph.errors import ExportError
 from onegraph.export.adapters.models import ModelOutputs, label_from_index
 from onegraph.export.adapters.trees import TreeArrays, leaf_vector_sum, tree_ensemble
-from onegraph.export.spark.stages import registry
+from onegraph.spark.stages import registry
+
+__all__ = ["model_emitter", "supported_models", "logistic_regression", "linear_regression",
+           "forest_classifier", "gbt_classifier", "tree_regressor"]
 
 ModelEmitter = Callable[[Any, GraphBuilder, ir.Value, list], ModelOutputs]
 _MODELS: dict[str, ModelEmitter] = {}

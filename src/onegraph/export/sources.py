@@ -1,0 +1,97 @@
+"""What the source objects say: the predictor at the end of a pipeline, the columns the first step was fitted
+on, a column of the sample by the name the graph gives it, and what they compute on rows (the values parity
+compares the graph with)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sklearn.base import is_classifier, is_regressor
+from sklearn.pipeline import Pipeline
+
+from onegraph.errors import ExportError, MissingColumnError
+from onegraph.verify.parity import as_graph_values
+
+__all__ = ["split_pipeline", "is_predictor", "input_columns", "column_key", "expected_outputs"]
+
+
+def split_pipeline(preprocessing: Any, model: Any) -> tuple[Any, Any]:
+    """Separate a final predictor from the preprocessing when ``model`` is not given."""
+    if model is None and isinstance(preprocessing, Pipeline) and is_predictor(preprocessing.steps[-1][1]):
+        steps = preprocessing.steps
+        pre = Pipeline(steps[:-1]) if len(steps) > 1 else None
+        return pre, steps[-1][1]
+    if model is None and is_predictor(preprocessing):
+        return None, preprocessing
+    return preprocessing, model
+
+
+def is_predictor(obj: Any) -> bool:
+    return is_classifier(obj) or is_regressor(obj)
+
+
+def input_columns(preprocessing: Any, model: Any, frame: pd.DataFrame) -> list[str]:
+    """The columns the first fitted object was fitted on (all of ``frame``'s when it does not say).
+
+    Raises
+    ------
+    ExportError
+        when the object was fitted on unnamed columns of another count; MissingColumnError naming a column
+        it was fitted on that ``frame`` lacks.
+    """
+    first = preprocessing if preprocessing is not None else model
+    names = getattr(first, "feature_names_in_", None)
+    if names is None:
+        n = getattr(first, "n_features_in_", frame.shape[1])
+        if n != frame.shape[1]:
+            raise ExportError(f"{type(first).__name__} was fitted on {n} unnamed columns but the sample has "
+                              f"{frame.shape[1]}", hint="fit on a DataFrame so columns are matched by name")
+        return [str(c) for c in frame.columns]
+    names = [str(n) for n in names]
+    present = {str(c) for c in frame.columns}
+    for n in names:
+        if n not in present:
+            raise MissingColumnError(n, sorted(present))
+    return names
+
+
+def column_key(frame: pd.DataFrame, name: str) -> Any:
+    """The label of ``frame``'s column whose ``str()`` is ``name`` (columns may be named by ints)."""
+    if name in frame.columns:
+        return name
+    for c in frame.columns:
+        if str(c) == name:
+            return c
+    raise MissingColumnError(name, [str(c) for c in frame.columns])
+
+
+def expected_outputs(pipeline: Any, model: Any, frame: pd.DataFrame) -> dict[Any, Any]:
+    """What the source objects give on ``frame``: ``label`` / ``probabilities`` (classifier), ``prediction``
+    (regressor), or the transformed columns by position (no model), in the graph's representation."""
+    x = frame
+    if pipeline is not None:
+        x = pipeline.transform(frame)
+    elif model is not None:
+        x = frame[input_columns(None, model, frame)]
+    if model is None:
+        return {i: as_graph_values(f"column {i}", c) for i, c in enumerate(_columns(x))}
+    from sklearn.base import is_classifier
+
+    if hasattr(model, "predict_proba"):
+        return {"label": np.asarray(model.predict(x)), "probabilities": np.asarray(model.predict_proba(x))}
+    if is_classifier(model):
+        return {"label": np.asarray(model.predict(x))}
+    return {"prediction": np.asarray(model.predict(x))}
+
+
+def _columns(x: Any) -> list[Any]:
+    if hasattr(x, "toarray"):
+        x = x.toarray()
+    if hasattr(x, "to_pandas") and not isinstance(x, pd.DataFrame):
+        x = x.to_pandas()
+    if isinstance(x, pd.DataFrame):
+        return [x.iloc[:, j] for j in range(x.shape[1])]
+    arr = np.asarray(x)
+    return [arr[:, j] for j in range(arr.shape[1])]
