@@ -81,6 +81,28 @@ CODES: dict[str, tuple[str, str, str]] = {
 }
 
 
+#: what a caller is about to do with a model -> the stages that must run first (:mod:`onegraph.check.loader`)
+PURPOSES = {"load": ("parse", "static", "checker"), "run": ("parse", "static", "checker", "runtime")}
+
+
+def blocks(finding: Finding, purpose: str) -> bool:
+    """Whether ``finding`` keeps a model from being used for ``purpose`` in the calling process.
+
+    ``run`` (an onnxruntime session): every error except onnx's own verdicts on validity (C501, C502):
+    onnxruntime decides whether it opens the model (C503). ``load`` (parse it, run onnx code such as shape
+    inference or the converter on it): only what makes native code reading the model unsafe: the file and the
+    checking process (C00x: a crash or an exhausted limit there would happen here too), external data (C10x)
+    and stored tensors inconsistent with their dims or types (C20x). A model that is merely invalid (a
+    missing attribute, an unknown operator) can still be shown, inspected and converted: the checking process
+    has parsed it and run onnx's checker and shape inference on it without crashing.
+    """
+    if finding.severity != ERROR:
+        return False
+    if purpose == "run":
+        return finding.code not in ("C501", "C502")
+    return finding.code[:2] == "C0" or finding.code[:2] in ("C1", "C2")
+
+
 @dataclasses.dataclass(frozen=True)
 class Finding:
     """One problem found in a model.

@@ -1,10 +1,11 @@
 """The check every model file or byte string goes through before native code touches it in this process.
 
-:func:`ensure_safe` runs the stages of :func:`onegraph.check.check` the caller needs (see
-:data:`onegraph.check.loader.PURPOSES`) in the checking process; an error finding stops the caller with
+:func:`ensure_safe` runs the stages of :func:`onegraph.check.check` the caller needs for what it is about to do
+(:data:`~onegraph.check.findings.PURPOSES`: ``load`` or ``run``) in the checking process; a finding that keeps
+the model from that use (:func:`~onegraph.check.findings.blocks`) stops the caller with
 :class:`UnsafeModelError` naming it.
 
-Passed checks are remembered, keyed on the model's bytes (SHA-256) and folder, together with the identity
+Passed checks (the purposes a model may serve) are remembered, keyed on the model's bytes (SHA-256) and folder, together with the identity
 of every external data file the check read (device, inode, size, modification and change times, link
 count): a file swapped, edited or hard-linked after the check is checked again before it is opened. They are
 remembered in this process and, so that a command run again on the same file does not check it again, in
@@ -24,14 +25,14 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
 
-from onegraph.check.findings import ERROR, CheckReport, Finding
+from onegraph.check.findings import PURPOSES, CheckReport, Finding, blocks
 from onegraph.check.limits import Limits
 from onegraph.check.source import Source
 from onegraph.errors import ModelFileError
 
 __all__ = ["UnsafeModelError", "ensure_safe", "trust", "clear", "cache_folder", "default_limits"]
 
-_ALL = frozenset(("parse", "static", "checker", "runtime"))
+_ALL = frozenset(PURPOSES)
 _MEMORY: OrderedDict[str, tuple[frozenset[str], dict]] = OrderedDict()
 _MEMORY_SIZE = 512
 _LOCK = threading.Lock()
@@ -101,15 +102,15 @@ def trust(data: bytes) -> None:
     _remember(_key(data, _ANY_FOLDER), _ALL, {})
 
 
-def ensure_safe(source: Source, *, stages: Sequence[str], limits: Limits | None = None) -> None:
-    """Return when the check ``stages`` pass on ``source``; raise otherwise.
+def ensure_safe(source: Source, *, purpose: str, limits: Limits | None = None) -> None:
+    """Return when ``source`` may be used for ``purpose`` in this process; raise otherwise.
 
     Parameters
     ----------
     source:
         The model's bytes (exactly those the caller will parse or open), its folder and label.
-    stages:
-        Check stages that must pass (``parse``, ``static``, ``checker``, ``runtime``).
+    purpose:
+        ``load`` or ``run`` (:data:`~onegraph.check.findings.PURPOSES`).
     limits:
         Limits of the check; by default :func:`default_limits` for the model's size.
 
@@ -119,17 +120,18 @@ def ensure_safe(source: Source, *, stages: Sequence[str], limits: Limits | None 
         naming the first error finding (a model that does not parse raises it with the message
         ``... is not a valid ONNX model``), or C903 when the checking process cannot start.
     """
-    wanted = set(stages)
     keys = (_key(source.data, source.folder), _key(source.data, _ANY_FOLDER))
-    if any(wanted <= _passed(key, source.folder) for key in keys):
+    if any(purpose in _passed(key, source.folder) for key in keys):
         return
     from onegraph.check.run import check
 
-    report = check(source, stages=list(stages), limits=limits or default_limits(len(source.data)))
-    errors = [f for f in report.findings if f.severity == ERROR]
+    report = check(source, stages=PURPOSES[purpose], limits=limits or default_limits(len(source.data)))
+    errors = [f for f in report.findings if blocks(f, purpose)]
     if errors:
         raise UnsafeModelError(source.label, errors, report)
-    _remember(keys[0], frozenset(stages), _identities(source.folder, report.files))
+    # a model fit to run is fit to load (run's stages and blocking findings include load's)
+    passed = {purpose, "load"} if purpose == "run" else {purpose}
+    _remember(keys[0], frozenset(passed), _identities(source.folder, report.files))
 
 
 def _passed(key: str, folder: str | None) -> frozenset[str]:
@@ -143,24 +145,24 @@ def _passed(key: str, folder: str | None) -> frozenset[str]:
             return frozenset()
         with _LOCK:
             _MEMORY[key] = entry
-    stages, files = entry
+    purposes, files = entry
     if not _still(folder, files):
         with _LOCK:
             _MEMORY.pop(key, None)
         return frozenset()
-    return stages
+    return purposes
 
 
-def _remember(key: str, stages: frozenset[str], files: dict) -> None:
+def _remember(key: str, purposes: frozenset[str], files: dict) -> None:
     with _LOCK:
         known = _MEMORY.get(key)
         if known is not None and known[1] == files:
-            stages = stages | known[0]
-        _MEMORY[key] = (stages, files)
+            purposes = purposes | known[0]
+        _MEMORY[key] = (purposes, files)
         _MEMORY.move_to_end(key)
         while len(_MEMORY) > _MEMORY_SIZE:
             _MEMORY.popitem(last=False)
-    _disk_write(key, stages, files)
+    _disk_write(key, purposes, files)
 
 
 def clear() -> None:
@@ -220,18 +222,18 @@ def _disk_read(key: str) -> tuple[frozenset[str], dict] | None:
         entry = json.loads((folder / f"{key}.json").read_text())
         if entry.get("checked_by") != _checked_by():
             return None
-        stages = frozenset(str(s) for s in entry["stages"]) & _ALL
+        purposes = frozenset(str(s) for s in entry["purposes"]) & _ALL
         files = {str(f): (None if ident is None else [int(i) for i in ident]) for f, ident in entry["files"].items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None  # absent, unreadable or not ours: check again
-    return stages, files
+    return purposes, files
 
 
-def _disk_write(key: str, stages: frozenset[str], files: dict) -> None:
+def _disk_write(key: str, purposes: frozenset[str], files: dict) -> None:
     folder = cache_folder()
     if folder is None:
         return
-    entry = {"checked_by": _checked_by(), "stages": sorted(stages), "files": files}
+    entry = {"checked_by": _checked_by(), "purposes": sorted(purposes), "files": files}
     try:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         tmp = folder / f".{key}.{os.getpid()}.{threading.get_ident()}.tmp"

@@ -7,7 +7,8 @@ What may run in this process is decided once, by what the model is:
   here, the isolated checking process (:mod:`onegraph.check.guard`) checks them fully for what the caller is
   about to do: ``load`` (parse, onegraph's static checks incl. external data, ``onnx.checker`` with full shape
   inference) before the caller parses the bytes and runs onnx code on them (shape inference, the version
-  converter, onnx-ir); ``run`` (the same, then an onnxruntime session) before it opens a session.
+  converter, onnx-ir); ``run`` (the same, then an onnxruntime session) before it opens a session. Which
+  findings keep a model from each is :func:`onegraph.check.findings.blocks`.
   ``trusted=True`` skips the check for files the user made or trusts.
 
 Library exceptions that mean "bad file" (protobuf decode errors, onnx-ir's ``SerdeError``) become
@@ -18,13 +19,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from onegraph.check.findings import PURPOSES
 from onegraph.check.source import Source, is_in_memory_model, label_of, source_of
 from onegraph.errors import ModelFileError
 
 __all__ = ["PURPOSES", "read_model", "load_model", "load_ir"]
-
-#: what the caller is about to do -> the check stages that must pass first
-PURPOSES = {"load": ("parse", "static", "checker"), "run": ("parse", "static", "checker", "runtime")}
 
 
 def read_model(model: Any, *, trusted: bool = False, purpose: str = "load") -> Source:
@@ -57,7 +56,7 @@ def read_model(model: Any, *, trusted: bool = False, purpose: str = "load") -> S
     if not trusted and not is_in_memory_model(model):
         from onegraph.check.guard import ensure_safe
 
-        ensure_safe(source, stages=PURPOSES[purpose])
+        ensure_safe(source, purpose=purpose)
     return source
 
 

@@ -104,7 +104,16 @@ def _checker(state: State) -> list[Finding] | None:
     except onnx.shape_inference.InferenceError as exc:
         return [_native("C502", exc, "checker")]
     except Exception as exc:  # ValidationError, or whatever the checker raises on garbage
-        return [_native("C501", exc, "checker")]
+        # the checker stops before its shape inference: run inference anyway (as the calling process may, on a
+        # model that is invalid but safe to load), so a crash in it happens here
+        found = [_native("C501", exc, "checker")]
+        try:
+            onnx.shape_inference.infer_shapes(data, check_type=False, strict_mode=False, data_prop=True)
+        except MemoryError:
+            raise
+        except Exception as inference:  # InferenceError, or what inference raises on garbage
+            found.append(_native("C502", inference, "checker"))
+        return found
     return []
 
 
