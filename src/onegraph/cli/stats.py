@@ -140,12 +140,11 @@ def strip(
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the lean model (.onnx).")],
 ) -> None:
     """Remove every statistic, quantization annotation and the scale / zero-point initializers onegraph added."""
-    from onegraph.check.loader import model_bytes
     from onegraph.io import check_output_path, save_model
     from onegraph.stats.annotate import strip as strip_model
 
     check_output_path(output)
     lean = strip_model(model)
     save_model(lean, output)
-    before = len(model_bytes(model))
+    before = model.stat().st_size
     out.print(f"wrote {output}: {before / 1024:.1f} KiB -> {lean.ByteSize() / 1024:.1f} KiB")
