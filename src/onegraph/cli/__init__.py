@@ -1,7 +1,9 @@
 """The ``onegraph`` command line: each sub-command is a thin call into the packages.
 
-Command modules register themselves on :data:`onegraph.cli.app.app` when imported; add a module to
-``COMMAND_MODULES`` to add its commands.
+Command modules register themselves on :data:`onegraph.cli.base.app` when imported; add a command to
+:data:`COMMANDS` with its module. A command run from the shell imports its own module only (typer turns every
+registered command into a click command on each run, which costs ~3 ms per command); ``onegraph --help`` and
+``onegraph.cli.app`` (the typer application, for ``typer.testing.CliRunner``) import them all.
 
 Every error leaves through :func:`main`, the one exit: onegraph's own errors (bad data, bad model files,
 unsupported objects) print as one line on stderr and exit with their code (1 unless they say otherwise);
@@ -14,23 +16,38 @@ from __future__ import annotations
 import importlib
 import os
 import sys
+from typing import Any
 
-from onegraph.cli.app import app, err, options
+from onegraph.cli.base import err, options
 from onegraph.errors import OnegraphError
 
-COMMAND_MODULES = [
-    "onegraph.cli.core",
-    "onegraph.cli.functions",
-    "onegraph.cli.convert",
-    "onegraph.cli.check",
-    "onegraph.cli.meta",
-    "onegraph.cli.stats",
-    "onegraph.cli.compose",
-    "onegraph.cli.fed",
-]
+#: command (or command group) -> the module that registers it
+COMMANDS = {
+    "quickstart": "onegraph.cli.core", "build": "onegraph.cli.core", "score": "onegraph.cli.core",
+    "show": "onegraph.cli.core", "functions": "onegraph.cli.functions", "fuse": "onegraph.cli.functions",
+    "convert": "onegraph.cli.convert", "compare": "onegraph.cli.convert", "check": "onegraph.cli.check",
+    "meta": "onegraph.cli.meta", "stats": "onegraph.cli.stats", "compose": "onegraph.cli.compose",
+    "fed": "onegraph.cli.fed",
+}
+COMMAND_MODULES = list(dict.fromkeys(COMMANDS.values()))
 
-for _module in COMMAND_MODULES:
-    importlib.import_module(_module)
+
+def load_commands(argv: list[str] | None = None) -> Any:
+    """The typer application with the commands ``argv`` runs registered (all of them when it names no known
+    command: help, or a typo click answers by listing them)."""
+    from onegraph.cli.base import app
+
+    words = [a for a in (argv or []) if not a.startswith("-")]
+    wanted = [COMMANDS[words[0]]] if words and words[0] in COMMANDS else COMMAND_MODULES
+    for module in wanted:
+        importlib.import_module(module)
+    return app
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":  # the whole command line, as tests and embedding programs use it
+        return load_commands()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 #: exit code of an internal error (``EX_SOFTWARE`` of sysexits.h)
 INTERNAL_ERROR = 70
@@ -39,7 +56,7 @@ INTERNAL_ERROR = 70
 def main() -> None:
     """Entry point of the ``onegraph`` console script: runs the command, and is the one exit for its errors."""
     try:
-        app()
+        load_commands(sys.argv[1:])()
     except OnegraphError as exc:
         _traceback()
         err.print(f"error: {_one_line(str(exc))}", markup=False, soft_wrap=True)
@@ -72,7 +89,7 @@ def command_name(argv: list[str]) -> str:
     """The (sub)command ``argv`` runs, e.g. ``stats calibrate``; ``onegraph`` when there is none."""
     import typer.main
 
-    command = typer.main.get_command(app)
+    command = typer.main.get_command(load_commands(argv))
     names = []
     for arg in argv:
         commands = getattr(command, "commands", None)
@@ -87,4 +104,4 @@ def command_name(argv: list[str]) -> str:
     return " ".join(names) or "onegraph"
 
 
-__all__ = ["app", "main", "command_name", "INTERNAL_ERROR"]
+__all__ = ["app", "main", "command_name", "load_commands", "COMMANDS", "INTERNAL_ERROR"]

@@ -1,6 +1,5 @@
 """``onegraph check``: check an untrusted model in an isolated, resource-limited process."""
 
-from __future__ import annotations
 
 import json
 from pathlib import Path
@@ -8,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from onegraph.cli.app import app, out
+from onegraph.cli.base import app, out
 from onegraph.errors import OnegraphError
 
 __all__ = ["check"]

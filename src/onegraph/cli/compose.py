@@ -1,7 +1,6 @@
 """Several models in one artifact: ``onegraph build ... --model A --model B [--ensemble ...]`` and
 ``onegraph compose A.onnx B.onnx ... -o OUT`` for models built elsewhere."""
 
-from __future__ import annotations
 
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -9,7 +8,7 @@ from typing import Annotated, Any, Optional
 import numpy as np
 import typer
 
-from onegraph.cli.app import app, err, out
+from onegraph.cli.base import app, err, out
 from onegraph.errors import OnegraphError
 
 __all__ = ["ensemble_options", "build_several", "compose"]

@@ -1,6 +1,5 @@
 """``onegraph convert`` (opset, float16, bfloat16) and ``onegraph compare`` (runtime against reference)."""
 
-from __future__ import annotations
 
 import json
 from pathlib import Path
@@ -8,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from onegraph.cli.app import app, err, out
+from onegraph.cli.base import app, err, out
 from onegraph.errors import ConversionError, OnegraphError
 
 __all__ = ["convert", "compare"]

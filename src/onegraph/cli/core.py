@@ -1,6 +1,5 @@
 """The main job's commands: quickstart, build, score, show."""
 
-from __future__ import annotations
 
 import json
 import time
@@ -10,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from onegraph.cli.app import app, err, out
+from onegraph.cli.base import app, err, out
 from onegraph.errors import OnegraphError
 
 __all__ = ["quickstart", "build", "score", "show"]

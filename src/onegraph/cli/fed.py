@@ -1,6 +1,5 @@
 """``onegraph fed params|delta|apply|average``: federated parameter exchange (:mod:`onegraph.federated`)."""
 
-from __future__ import annotations
 
 import json
 from pathlib import Path
@@ -8,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from onegraph.cli.app import app, out
+from onegraph.cli.base import app, out
 
 __all__ = ["params", "delta", "apply", "average"]
 

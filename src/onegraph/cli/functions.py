@@ -1,6 +1,5 @@
 """Commands on model-local functions and fusion: ``functions list / group / inline``, ``fuse``."""
 
-from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
@@ -9,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from onegraph.cli.app import app, err, out
+from onegraph.cli.base import app, err, out
 from onegraph.errors import OnegraphError
 
 __all__ = ["list_", "group", "inline_", "fuse"]

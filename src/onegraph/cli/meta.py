@@ -1,6 +1,5 @@
 """``onegraph meta show|set|validate|diff``: a model's metadata, by the schema of :mod:`onegraph.meta`."""
 
-from __future__ import annotations
 
 import json
 from pathlib import Path
@@ -8,7 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from onegraph.cli.app import app, out
+from onegraph.cli.base import app, out
 from onegraph.errors import OnegraphError
 
 __all__ = ["show", "set_", "validate", "diff"]

@@ -4,7 +4,6 @@
 command): a first argument that is not a sub-command name is taken as MODEL.
 """
 
-from __future__ import annotations
 
 import json
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Annotated, Optional
 import typer
 from typer.core import TyperGroup
 
-from onegraph.cli.app import app, err, out
+from onegraph.cli.base import app, err, out
 from onegraph.errors import OnegraphError
 
 __all__ = ["calibrate", "show", "recover", "strip"]

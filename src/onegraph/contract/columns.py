@@ -68,7 +68,7 @@ class ColumnSpec(BaseModel):
     kind). Positional arguments follow the attribute order: ``ColumnSpec("age", "float", "double")``.
     """
 
-    model_config = ConfigDict(frozen=True, strict=True, extra="allow")
+    model_config = ConfigDict(frozen=True, strict=True, extra="allow", defer_build=True)
 
     name: str
     kind: Literal["float", "int", "bool", "string", "datetime", "timedelta"]

@@ -42,7 +42,7 @@ import dataclasses
 import datetime as _dt
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -52,6 +52,7 @@ from pydantic import (
     Field,
     JsonValue,
     StringConstraints,
+    TypeAdapter,
     ValidationError,
     WithJsonSchema,
     model_validator,
@@ -101,7 +102,7 @@ DType = Literal["float", "uint8", "int8", "uint16", "int16", "int32", "int64", "
 
 class _Entry(BaseModel):
     # strict: "3" is not a row count; extra keys are kept (a newer writer may add some)
-    model_config = ConfigDict(extra="allow", strict=True)
+    model_config = ConfigDict(extra="allow", strict=True, defer_build=True)
 
 
 class OutputSchema(_Entry):
@@ -266,7 +267,7 @@ class ModelMetadata(BaseModel):
     """onegraph model metadata: each field is stored in ``ModelProto.metadata_props`` under
     ``org.onegraph.<field>`` (``x-onegraph-storage``: ``text`` stores the string itself, ``json`` its JSON)."""
 
-    model_config = ConfigDict(extra="allow", strict=True, title="onegraph model metadata")
+    model_config = ConfigDict(extra="allow", strict=True, title="onegraph model metadata", defer_build=True)
 
     meta_version: Annotated[int, Field(ge=1)] | None = _field("version of this schema", "json")
     created_at: DateTime | None = _field("RFC 3339 date-time the model was built", "text")
@@ -308,17 +309,34 @@ def validate(key: str, value: Any) -> Any:
             value = json.loads(value)
         except json.JSONDecodeError as exc:
             raise MetadataError(PREFIX + key, f"not valid JSON ({exc})") from None
+    adapter = _adapter(key)
     try:
-        parsed = ModelMetadata.model_validate({key: value})
+        parsed = adapter.validate_python(value, strict=True)
     except ValidationError as exc:
-        raise MetadataError(PREFIX + key, _reason(exc)) from None
-    return parsed.model_dump(mode="json", exclude_unset=True)[key]
+        raise MetadataError(PREFIX + key, _reason(exc, nested=False)) from None
+    except RecursionError:
+        raise MetadataError(PREFIX + key, "nested too deeply to be read") from None
+    return adapter.dump_python(parsed, mode="json", exclude_unset=True)
 
 
-def _reason(exc: ValidationError) -> str:
+_ADAPTERS: dict[str, TypeAdapter] = {}
+
+
+def _adapter(key: str) -> TypeAdapter:
+    """The validator of one field, built on first use: reading a model's inputs and outputs (what scoring does)
+    builds those two, not the whole schema (pydantic builds a validator in about 10 ms per model class)."""
+    adapter = _ADAPTERS.get(key)
+    if adapter is None:
+        adapter = _ADAPTERS[key] = TypeAdapter(ModelMetadata.model_fields[key].rebuild_annotation())
+    return adapter
+
+
+def _reason(exc: ValidationError, *, nested: bool = True) -> str:
+    """The first errors of ``exc`` in words, each at its place (``nested``: the place starts with the field)."""
     parts = []
     for e in exc.errors()[:3]:
-        where = ".".join(str(p) for p in e["loc"][1:] if not str(p).startswith(("function-after", "constrained")))
+        loc = e["loc"][1:] if nested else e["loc"]
+        where = ".".join(str(p) for p in loc if not str(p).startswith(("function-after", "constrained")))
         text = e["msg"].removeprefix("Value error, ")
         parts.append(f"{where}: {text}" if where else text)
     return "; ".join(parts)
@@ -344,12 +362,15 @@ def encode(fields: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def decode(props: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
+def decode(props: Mapping[str, str], only: Sequence[str] | None = None) -> tuple[dict[str, Any], dict[str, str]]:
     """Split ``metadata_props`` into onegraph's typed fields and every other key (kept unchanged).
+
+    ``only``: read (and validate) these fields alone; the others are left out of the result (scoring reads
+    ``inputs``, ``outputs`` and ``sequence``).
 
     Raises :class:`MetadataError` naming the key of the first malformed value (:func:`read` collects them all).
     """
-    found = read(props)
+    found = read(props, only)
     if found.errors:
         raise found.errors[0]
     return found.fields, found.others
@@ -391,8 +412,8 @@ class Metadata:
         return out
 
 
-def read(props: Mapping[str, str]) -> Metadata:
-    """Read ``metadata_props`` (key -> text) without raising: see :class:`Metadata`."""
+def read(props: Mapping[str, str], only: Sequence[str] | None = None) -> Metadata:
+    """Read ``metadata_props`` (key -> text) without raising: see :class:`Metadata`. ``only``: as :func:`decode`."""
     fields: dict[str, Any] = {}
     others: dict[str, str] = {}
     invalid: dict[str, str] = {}
@@ -402,6 +423,8 @@ def read(props: Mapping[str, str]) -> Metadata:
             others[key] = text
             continue
         name = key[len(PREFIX):]
+        if only is not None and name not in only:
+            continue
         try:
             fields[name] = validate(name, text)
         except MetadataError as exc:

@@ -37,12 +37,14 @@ import os
 import struct
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import ml_dtypes  # noqa: F401  (registers bfloat16 and friends with numpy, which safetensors reads through)
 import numpy as np
 import onnx_ir as ir
+from pydantic import BaseModel, ConfigDict, Field, Json, ValidationError, field_validator
 
+from onegraph.contract.metadata import Sha256
 from onegraph.errors import FederatedError
 from onegraph.federated.fingerprint import (
     dtype_name,
@@ -52,8 +54,8 @@ from onegraph.federated.fingerprint import (
 )
 from onegraph.federated.params import Loaded, load, select
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "stored_dtype", "DeltaParameter", "DeltaHeader", "make_delta",
-           "check_same_architecture", "last_round", "read_header", "read_slice"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "stored_dtype", "ParameterEntry", "DeltaMetadata", "DeltaParameter",
+           "DeltaHeader", "make_delta", "check_same_architecture", "last_round", "read_header", "read_slice"]
 
 FORMAT = "onegraph.federated.delta"
 FORMAT_VERSION = "1"
@@ -61,6 +63,46 @@ FORMAT_VERSION = "1"
 _NATIVE = frozenset({"float64", "float32", "float16", "bfloat16", "int64", "int32", "int16", "int8", "uint64",
                      "uint32", "uint16", "uint8", "bool"})
 _ONNX_TYPES = {dtype_name(t): t for t in ir.DataType if t != ir.DataType.UNDEFINED}
+
+
+class ParameterEntry(BaseModel):
+    """How one parameter is exchanged: its ONNX type (``float``, ``float16``, ``int8``...) and ``mode``."""
+
+    model_config = ConfigDict(extra="allow", strict=True)
+
+    dtype: str = Field(description="ONNX element type, as onnx-ir names it in lower case")
+    mode: Literal["delta", "exact"]
+
+    @field_validator("dtype")
+    @classmethod
+    def _known(cls, dtype: str) -> str:
+        if dtype not in _ONNX_TYPES:
+            raise ValueError(f"dtype {dtype!r} is not an ONNX element type")
+        return dtype
+
+
+class DeltaMetadata(BaseModel):
+    """The safetensors ``__metadata__`` of a delta file (format version 1; the table above). Every value is
+    text, as safetensors stores it: numbers in decimal, ``parameters`` as JSON."""
+
+    model_config = ConfigDict(extra="allow")
+
+    format: Literal["onegraph.federated.delta"]
+    format_version: Literal["1"]
+    fingerprint: Sha256
+    base_model: Sha256
+    samples: Annotated[int, Field(ge=0)]
+    round: Annotated[int, Field(ge=1)]
+    parameters: Json[dict[str, ParameterEntry]]
+    producer: str | None = None
+    created_at: str | None = None
+    client: str | None = None
+
+    def text(self) -> dict[str, str]:
+        """The entries as safetensors stores them (text values)."""
+        out = {k: str(v) for k, v in self.model_dump(exclude_none=True, exclude={"parameters"}).items()}
+        out["parameters"] = json.dumps({k: v.model_dump() for k, v in self.parameters.items()})
+        return out
 
 
 def stored_dtype(dtype: ir.DataType, mode: str) -> np.dtype:
@@ -227,13 +269,10 @@ def _header_metadata(base: Loaded, samples: int, round: int, described: dict, cl
     import onegraph
     from onegraph.contract.metadata import now_rfc3339
 
-    metadata = {"format": FORMAT, "format_version": FORMAT_VERSION, "fingerprint": base.fingerprint,
-                "base_model": base.hash, "samples": str(samples), "round": str(round),
-                "parameters": json.dumps(described), "producer": f"onegraph {onegraph.__version__}",
-                "created_at": now_rfc3339()}
-    if client:
-        metadata["client"] = client
-    return metadata
+    header = DeltaMetadata(format=FORMAT, format_version=FORMAT_VERSION, fingerprint=base.fingerprint,
+                           base_model=base.hash, samples=samples, round=round, parameters=json.dumps(described),
+                           producer=f"onegraph {onegraph.__version__}", created_at=now_rfc3339(), client=client or None)
+    return header.text()
 
 
 def _check_finite(values: np.ndarray, name: str, where: str, verb: str, file: str | None, origin: tuple = ()
@@ -275,21 +314,23 @@ def read_header(path: str | os.PathLike) -> DeltaHeader:
         raise FederatedError(f"{label} has delta format version {meta.get('format_version')!r}; this onegraph "
                              f"reads version {FORMAT_VERSION}", file=str(p), hint="upgrade onegraph")
     try:
-        described = json.loads(meta["parameters"])
-        samples, round = int(meta["samples"]), int(meta["round"])
-        fingerprint, base_model = meta["fingerprint"], meta["base_model"]
-    except (KeyError, ValueError, TypeError) as exc:
-        raise FederatedError(f"{label} has a malformed header ({type(exc).__name__}: {exc})", file=str(p)) from None
-    if samples < 0 or round < 1:
-        raise FederatedError(f"{label}: samples {samples} / round {round} out of range", file=str(p))
+        header = DeltaMetadata.model_validate(meta)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = first["loc"]
+        if len(loc) >= 2 and loc[0] == "parameters" and loc[1] in shapes:
+            raise FederatedError(f"{label}: tensor {loc[1]!r} is not described in the header's parameters "
+                                 f"({first['msg']})", parameter=str(loc[1]), file=str(p)) from None
+        where = ".".join(map(str, loc))
+        raise FederatedError(f"{label} has a malformed header ({where}: {first['msg']})", file=str(p)) from None
+    described = header.parameters
     params = {}
     for name, (shape, stored) in shapes.items():
-        info = described.get(name) if isinstance(described, dict) else None
-        if not isinstance(info, dict) or info.get("dtype") not in _ONNX_TYPES or info.get("mode") not in (
-                "delta", "exact"):
+        info = described.get(name)
+        if info is None:
             raise FederatedError(f"{label}: tensor {name!r} is not described in the header's parameters",
                                  parameter=name, file=str(p))
-        param = DeltaParameter(info["dtype"], info["mode"], shape)
+        param = DeltaParameter(info.dtype, info.mode, shape)
         expected = stored_dtype(param.onnx_type, param.mode)
         if _SAFETENSORS_NAMES.get(stored) != expected:
             raise FederatedError(f"{label}: parameter {name!r} is stored as {stored}; a {param.dtype} parameter "
@@ -299,8 +340,8 @@ def read_header(path: str | os.PathLike) -> DeltaHeader:
     if missing:
         raise FederatedError(f"{label}: the header lists parameter {missing[0]!r} but the file has no tensor for it",
                              parameter=missing[0], file=str(p))
-    return DeltaHeader(p, fingerprint, base_model, samples, round, params, meta.get("client"), meta.get("producer"),
-                       meta.get("created_at"))
+    return DeltaHeader(p, header.fingerprint, header.base_model, header.samples, header.round, params, header.client,
+                       header.producer, header.created_at)
 
 
 _SAFETENSORS_NAMES = {"F64": np.dtype(np.float64), "F32": np.dtype(np.float32), "F16": np.dtype(np.float16),

@@ -6,9 +6,9 @@ import os
 from collections import OrderedDict
 from typing import Any
 
-import onnx
 import pandas as pd
 
+from onegraph.check.source import is_in_memory_model
 from onegraph.runtime.session import Session
 
 __all__ = ["cached_session", "score"]
@@ -25,7 +25,7 @@ def _key(model: Any) -> tuple:
             return ("path", str(model))  # Session() reports the missing file
         # the file itself (device, inode), and its version (mtime, size): a rewritten model is reloaded
         return ("file", st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
-    if isinstance(model, onnx.ModelProto):
+    if is_in_memory_model(model) and hasattr(model, "ByteSize"):
         # keyed by identity and size: a ModelProto edited after scoring gets a new session
         return ("proto", id(model), model.ByteSize())
     if isinstance(model, (bytes, bytearray)):

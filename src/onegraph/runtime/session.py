@@ -81,7 +81,8 @@ class Session:
             raise ModelFileError(f"onnxruntime cannot open {source.label}: {str(exc).strip()[:500]}",
                                  hint="check it with `onegraph check`") from None
         self.batch_size = int(batch_size)
-        fields, _ = meta.decode(self._session.get_modelmeta().custom_metadata_map)
+        fields, _ = meta.decode(self._session.get_modelmeta().custom_metadata_map,
+                                only=("inputs", "outputs", "sequence"))
         ort_inputs = self._session.get_inputs()
         if "inputs" in fields:
             self.inputs = [ColumnSpec.from_dict(d) for d in fields["inputs"]]

@@ -16,7 +16,7 @@ both, so every pass on an ``onnx_ir.Model`` keeps them; ``onnx.version_converter
 opsets before annotating. onnx-ir's ``RemoveUnusedNodesPass`` removes initializers no node reads, such as
 the scale / zero-point initializers added here: run it before annotating, or re-annotate after it.
 
-The JSON document (schema version 1)
+The JSON document (schema version 1; the pydantic models are in :mod:`onegraph.stats.document`)
 ------------------------------------
 Keys (absent or ``null`` when unknown; floats are finite JSON numbers)::
 
@@ -58,6 +58,7 @@ from typing import Any
 import numpy as np
 import onnx
 import onnx_ir as ir
+from pydantic import ValidationError
 
 from onegraph.check.loader import load_model
 from onegraph.errors import OnegraphError
@@ -67,6 +68,7 @@ from onegraph.stats.accumulators import (
     OutlierCount,
     TensorStats,
 )
+from onegraph.stats.document import SCHEMA_VERSION, StatsDocument
 from onegraph.stats.qparams import FLOAT8_TYPES, INTEGER_TYPES, QuantParams
 
 __all__ = ["STATS_KEY", "SCHEMA_VERSION", "QUANT_KEY", "SCALE_TENSOR", "ZERO_POINT_TENSOR",
@@ -74,7 +76,6 @@ __all__ = ["STATS_KEY", "SCHEMA_VERSION", "QUANT_KEY", "SCALE_TENSOR", "ZERO_POI
            "annotate", "strip", "read_stats", "read_qparams"]
 
 STATS_KEY = "onegraph.stats"
-SCHEMA_VERSION = 1
 QUANT_KEY = "quant_parameter_tensor_names"  # onnx-ir's Value.meta key for quantization_annotation
 SCALE_TENSOR = "SCALE_TENSOR"
 ZERO_POINT_TENSOR = "ZERO_POINT_TENSOR"
@@ -123,36 +124,35 @@ def stats_to_dict(stats: TensorStats, quantization: dict | None = None) -> dict:
 
 
 def stats_from_dict(doc: Mapping[str, Any], tensor: str = "tensor") -> tuple[TensorStats, dict | None]:
-    """``(TensorStats, quantization description or None)`` from a document; raises :class:`StatsFormatError`."""
+    """``(TensorStats, quantization description or None)`` from a document (:class:`StatsDocument`).
+
+    Raises :class:`StatsFormatError` naming the tensor and the field at fault.
+    """
     try:
-        version = int(doc["version"])
-        if version > SCHEMA_VERSION:
-            raise StatsFormatError(tensor, f"statistics schema version {version} is newer than this onegraph's "
-                                           f"({SCHEMA_VERSION})")
-        h = doc.get("histogram")
-        histogram = None if h is None else Histogram(int(h["width_log2"]), int(h["first_bin"]),
-                                                     tuple(int(c) for c in h["counts"]))
-        c = doc.get("channels")
-        channels = None if c is None else ChannelStats(int(c["axis"]), tuple(int(x) for x in c["count"]),
-                                                       tuple(c["min"]), tuple(c["max"]), tuple(c["mean"]),
-                                                       tuple(c["std"]))
-        outliers = {k: OutlierCount(_inf(o["low"], -1), _inf(o["high"], 1), o["count"], int(o["count_min"]),
-                                    int(o["count_max"])) for k, o in (doc.get("outliers") or {}).items()}
-        shape = doc.get("shape")
-        stats = TensorStats(
-            count=int(doc.get("count", 0)), size=int(doc.get("size", 0)), nan=int(doc.get("nan", 0)),
-            posinf=int(doc.get("posinf", 0)), neginf=int(doc.get("neginf", 0)), min=doc.get("min"),
-            max=doc.get("max"), absmax=doc.get("absmax"), mean=doc.get("mean"), std=doc.get("std"),
-            zero_fraction=doc.get("zero_fraction"),
-            quantiles={float(p): v for p, v in (doc.get("quantiles") or {}).items()},
-            quantile_rank_error=doc.get("quantile_rank_error"), histogram=histogram, outliers=outliers,
-            channels=channels, samples=int(doc.get("samples", 0)), dtype=doc.get("dtype"),
-            shape=None if shape is None else tuple(shape), source=str(doc.get("source", "calibration")))
-    except StatsFormatError:
-        raise
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise StatsFormatError(tensor, f"malformed {STATS_KEY} document ({type(exc).__name__}: {exc})") from None
-    return stats, doc.get("quantization")
+        d = StatsDocument.model_validate(doc)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(map(str, first["loc"]))
+        raise StatsFormatError(tensor, f"malformed {STATS_KEY} document ({where}: {first['msg']})") from None
+    except RecursionError:
+        raise StatsFormatError(tensor, f"malformed {STATS_KEY} document (nested too deeply)") from None
+    if d.version > SCHEMA_VERSION:
+        raise StatsFormatError(tensor, f"statistics schema version {d.version} is newer than this onegraph's "
+                                       f"({SCHEMA_VERSION})")
+    h, c = d.histogram, d.channels
+    stats = TensorStats(
+        count=d.count, size=d.size, nan=d.nan, posinf=d.posinf, neginf=d.neginf, min=d.min, max=d.max,
+        absmax=d.absmax, mean=d.mean, std=d.std, zero_fraction=d.zero_fraction,
+        quantiles={float(p): v for p, v in (d.quantiles or {}).items()},
+        quantile_rank_error=d.quantile_rank_error,
+        histogram=None if h is None else Histogram(h.width_log2, h.first_bin, tuple(h.counts)),
+        outliers={k: OutlierCount(_inf(o.low, -1), _inf(o.high, 1), o.count, o.count_min, o.count_max)
+                  for k, o in (d.outliers or {}).items()},
+        channels=None if c is None else ChannelStats(c.axis, tuple(c.count), tuple(c.min), tuple(c.max),
+                                                     tuple(c.mean), tuple(c.std)),
+        samples=d.samples, dtype=d.dtype, shape=None if d.shape is None else tuple(d.shape), source=d.source)
+    quantization = doc.get("quantization") if isinstance(doc, Mapping) else None
+    return stats, quantization
 
 
 def _inf(x: float | None, sign: int) -> float:
