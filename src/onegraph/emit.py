@@ -32,6 +32,7 @@ import onnx_ir as ir
 from onegraph.contract.outputs import CHECK_PREFIXES
 from onegraph.contract.scopes import CLASS_KEY, NAMESPACE_KEY, SCOPES_KEY
 from onegraph.errors import ExportError
+from onegraph.registry import registrar
 
 __all__ = ["OPSET", "ML_OPSET", "IR_VERSION", "INT64_MIN", "DOUBLE", "FLOAT", "INT64", "BOOL", "STRING",
            "Col", "GraphBuilder", "to_tensor", "register_emitter", "find_emitter"]
@@ -388,15 +389,9 @@ Emitter = Callable[[Any, GraphBuilder, list[Col]], list[Col]]
 _EMITTERS: dict[type, Emitter] = {}
 
 
-def register_emitter(*classes: type) -> Callable[[Emitter], Emitter]:
-    """Register ``fn(estimator, builder, cols) -> cols`` as the emitter of fitted ``classes``."""
-
-    def deco(fn: Emitter) -> Emitter:
-        for cls in classes:
-            _EMITTERS[cls] = fn
-        return fn
-
-    return deco
+#: ``@register_emitter(*classes)`` registers ``fn(estimator, builder, cols) -> cols`` as the emitter of fitted
+#: ``classes``
+register_emitter = registrar(_EMITTERS)
 
 
 def find_emitter(obj: Any) -> Emitter | None:

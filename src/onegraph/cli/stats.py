@@ -7,7 +7,7 @@ command): a first argument that is not a sub-command name is taken as MODEL.
 
 import json
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from typer.core import TyperGroup
@@ -123,13 +123,10 @@ def recover(
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the annotated model (.onnx).")],
 ) -> None:
     """Read the float range of every quantized tensor back from its scale / zero point, into a copy of MODEL."""
-    from onegraph.io import check_output_path, save_model
     from onegraph.stats.annotate import read_stats
     from onegraph.stats.recover import recover as recover_model
 
-    check_output_path(output)
-    annotated = recover_model(model)
-    save_model(annotated, output)
+    annotated = _rewritten(model, output, recover_model)
     out.print(f"wrote {output}: recovered ranges of {len(read_stats(annotated))} tensors")
 
 
@@ -139,11 +136,18 @@ def strip(
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the lean model (.onnx).")],
 ) -> None:
     """Remove every statistic, quantization annotation and the scale / zero-point initializers onegraph added."""
-    from onegraph.io import check_output_path, save_model
     from onegraph.stats.annotate import strip as strip_model
 
-    check_output_path(output)
-    lean = strip_model(model)
-    save_model(lean, output)
+    lean = _rewritten(model, output, strip_model)
     before = model.stat().st_size
     out.print(f"wrote {output}: {before / 1024:.1f} KiB -> {lean.ByteSize() / 1024:.1f} KiB")
+
+
+def _rewritten(model: Path, output: Path, rewrite: Any) -> Any:
+    """``rewrite(model)`` written to ``output`` (checked writable first, written atomically); MODEL is kept."""
+    from onegraph.io import check_output_path, save_model
+
+    check_output_path(output)
+    result = rewrite(model)
+    save_model(result, output)
+    return result

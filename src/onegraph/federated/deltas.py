@@ -42,7 +42,14 @@ from typing import Annotated, Any, Literal
 import ml_dtypes  # noqa: F401  (registers bfloat16 and friends with numpy, which safetensors reads through)
 import numpy as np
 import onnx_ir as ir
-from pydantic import BaseModel, ConfigDict, Field, Json, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    Json,
+    ValidationError,
+    field_validator,
+)
 
 from onegraph.contract.metadata import Sha256
 from onegraph.errors import FederatedError

@@ -30,6 +30,7 @@ import onnx_ir as ir
 
 from onegraph.emit import BOOL, DOUBLE, INT64, Col, GraphBuilder
 from onegraph.errors import ExportError
+from onegraph.registry import registrar
 
 __all__ = ["Skips", "registry", "stage_emitter", "supported_stages", "columns_io", "string_indexer",
            "one_hot_encoder", "vector_assembler", "imputer", "standard_scaler", "min_max_scaler",
@@ -50,19 +51,9 @@ class Skips:
         self.value = rows if self.value is None else g.op("Or", self.value, rows, dtype=BOOL)
 
 
-def registry(table: dict[str, Any]) -> Callable[..., Callable[[Any], Any]]:
-    """A decorator factory registering emitters in ``table`` by Spark ML class name (so pyspark is imported
-    only by whoever holds a Spark object): ``@register("ClassName", ...)``."""
-
-    def register(*class_names: str) -> Callable[[Any], Any]:
-        def deco(fn: Any) -> Any:
-            for name in class_names:
-                table[name] = fn
-            return fn
-
-        return deco
-
-    return register
+#: a decorator factory registering emitters in a table by Spark ML class name (so pyspark is imported only by
+#: whoever holds a Spark object): ``@register("ClassName", ...)``
+registry = registrar
 
 
 #: ``@stage("StringIndexerModel")`` registers ``fn(stage, g, columns, skips) -> columns written``

@@ -66,7 +66,11 @@ class QuantizationDocument(_Part):
 
 class StatsDocument(_Part):
     """Statistics of one tensor over the data it was calibrated on (or the range a quantized model
-    represents, ``source="recovered"``)."""
+    represents, ``source="recovered"``).
+
+    The fields mirror :class:`onegraph.stats.accumulators.TensorStats` one for one (that dataclass is the
+    in-memory value the accumulators merge; this is its stored form, with its JSON spellings).
+    """
 
     version: int = Field(description="SCHEMA_VERSION of the writer; a reader refuses a newer one")
     source: Literal["calibration", "recovered"] | str = Field(

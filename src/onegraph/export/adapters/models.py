@@ -31,6 +31,7 @@ from onegraph.emit import (
     GraphBuilder,
 )
 from onegraph.errors import ExportError
+from onegraph.registry import registrar
 
 __all__ = ["ModelOutputs", "unscored_labels_missing", "register_model", "emit_registered",
            "label_from_index", "skl2onnx_graph"]
@@ -109,15 +110,9 @@ ModelAdapter = Callable[[Any, GraphBuilder, ir.Value], ModelOutputs]
 _MODELS: dict[type, ModelAdapter] = {}
 
 
-def register_model(*classes: type) -> Callable[[ModelAdapter], ModelAdapter]:
-    """Register ``fn(model, builder, x) -> ModelOutputs`` as the adapter of fitted ``classes``."""
-
-    def deco(fn: ModelAdapter) -> ModelAdapter:
-        for c in classes:
-            _MODELS[c] = fn
-        return fn
-
-    return deco
+#: ``@register_model(*classes)`` registers ``fn(model, builder, x) -> ModelOutputs`` as the adapter of fitted
+#: ``classes``
+register_model = registrar(_MODELS)
 
 
 def emit_registered(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
