@@ -22,6 +22,7 @@ COMMAND_MODULES = [
     "onegraph.cli.stats",
     "onegraph.cli.compose",
     "onegraph.cli.fed",
+    "onegraph.cli.serve",
 ]
 
 for _module in COMMAND_MODULES:
