@@ -163,9 +163,10 @@ def test_v2_json_missing_values_and_rows(client, models, penguins):
 
 
 def test_concurrent_requests_of_both_protocols_get_their_own_rows(server, models, penguins):
-    """344 single-row requests per protocol, 32 in flight, merged into batches: each answer holds its own
-    row's values (compared with onegraph.score on that row)."""
-    frame = penguins.drop(columns="species")
+    """200 single-row requests per protocol (rows with missing values among them), 32 in flight, merged
+    into batches: each answer holds its own row's values (compared with onegraph.score on that row)."""
+    frame = penguins.drop(columns="species").iloc[::-1].head(200).reset_index(drop=True)
+    assert frame.isna().any(axis=1).any()
     expected = onegraph.score(models["penguins"], frame)
     session = Session(models["penguins"])
     rows = [frame.iloc[[i]] for i in range(len(frame))]
