@@ -193,12 +193,26 @@ def rss_mib(pid: int) -> tuple[float, float]:
     return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
 
 
-def load(url: str, bodies: list[Path], concurrency: int, seconds: float, count: int | None = None) -> dict:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of process ``pid`` and its threads so far, seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def load(url: str, bodies: list[Path], concurrency: int, seconds: float, count: int | None = None,
+         pid: int | None = None) -> dict:
     """One load run: ``concurrency`` clients sending single-row requests for ``seconds`` (or ``count``
-    requests in all). Returns requests/s, p50 and p99 latency (s), and the count of each status code."""
+    requests in all). Returns requests/s, p50 and p99 latency (s), the count of each status code and, given
+    the server's ``pid``, its CPU time per answered request (s; steadier than throughput on a shared machine)."""
+    before = cpu_seconds(pid) if pid else 0.0
     if shutil.which("hey"):
-        return _hey(url, bodies[0], concurrency, seconds, count)
-    return asyncio.run(_httpx(url, bodies, concurrency, seconds, count))
+        result = _hey(url, bodies[0], concurrency, seconds, count)
+    else:
+        result = asyncio.run(_httpx(url, bodies, concurrency, seconds, count))
+    answered = sum(result["codes"].values())
+    result["cpu"] = (cpu_seconds(pid) - before) / answered if pid and answered else float("nan")
+    return result
 
 
 def _hey(url: str, body: Path, concurrency: int, seconds: float, count: int | None) -> dict:
@@ -252,6 +266,10 @@ def _summary(latencies: np.ndarray, elapsed: float, codes: dict[str, int]) -> di
             "p99": float(np.percentile(latencies, 99)), "codes": codes}
 
 
+def us(seconds: float) -> str:
+    return f"{seconds * 1e6:7.0f} us"
+
+
 def ms(seconds: float) -> str:
     return f"{seconds * 1e3:8.2f} ms"
 
@@ -301,16 +319,18 @@ def main() -> None:
         best: dict[tuple[str, int], dict] = {}
         for _ in range(args.rounds):
             for c in levels:
-                for name, (url, _) in servers.items():
+                for name, (url, process) in servers.items():
                     seconds = args.seconds * (2 if name == "scikit-learn" else 1)
-                    result = load(url, bodies, c, seconds)
+                    result = load(url, bodies, c, seconds, pid=process.pid)
                     if (name, c) not in best or result["rps"] > best[name, c]["rps"]:
                         best[name, c] = result
-        print(f"{'server':14s} {'clients':>7s} {'requests/s':>11s} {'p50':>11s} {'p99':>11s}  statuses")
+        print(f"{'server':14s} {'clients':>7s} {'requests/s':>11s} {'p50':>11s} {'p99':>11s} {'server CPU':>14s}  "
+              "statuses")
         for c in levels:
             for name in servers:
                 r = best[name, c]
-                print(f"{name:14s} {c:7d} {r['rps']:11.0f} {ms(r['p50'])} {ms(r['p99'])}  {r['codes']}")
+                print(f"{name:14s} {c:7d} {r['rps']:11.0f} {ms(r['p50'])} {ms(r['p99'])} {us(r['cpu'])}/req  "
+                      f"{r['codes']}")
         target = 32 if 32 in levels else max(levels)
         og, fl, sk, ce = (best[n, target] for n in ("onegraph", "floor", "scikit-learn", "ceiling"))
         print(f"at {target} concurrent clients:")
@@ -322,6 +342,9 @@ def main() -> None:
               f"{verdict(og['rps'] >= 50 * sk['rps'])}")
         print(f"  HTTP stack ceiling / floor         {ce['rps'] / fl['rps']:6.2f}x   (no model: the most any "
               f"batching can give here; onegraph reaches {og['rps'] / ce['rps']:.0%} of it)")
+        print(f"  server CPU per request: floor / onegraph {fl['cpu'] / og['cpu']:5.2f}x, ceiling {us(ce['cpu'])}, "
+              f"floor {us(fl['cpu'])}, onegraph {us(og['cpu'])} (so onegraph's own work: "
+              f"{us(og['cpu'] - ce['cpu'])}, the floor's {us(fl['cpu'] - ce['cpu'])} per request)")
         burst(servers["onegraph"], servers["floor"], bodies, args.max_queue)
     finally:
         for _, process in servers.values():

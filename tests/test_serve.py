@@ -288,6 +288,21 @@ def test_metrics(client):
     assert 'onegraph_serve_model_loads_total{model="penguins",outcome="ok"} 1.0' in text
 
 
+def test_records_of_every_output_kind():
+    """Scored columns of every kind a model outputs (Int64 with missing values, naive and tz-aware datetimes,
+    timedeltas, text, bool) as JSON records, missing values as null."""
+    from onegraph.serve.lanes import split_frame
+
+    frame = pd.DataFrame({
+        "i": pd.array([1, None], dtype="Int64"), "t": pd.to_datetime(["2020-01-01", None]),
+        "z": pd.to_datetime(["2020-01-01", None]).tz_localize("UTC").tz_convert("Europe/Paris"),
+        "d": pd.to_timedelta([1, None], unit="s"), "s": ["x", None], "b": [True, False], "f": [1.5, np.nan]})
+    assert split_frame(frame, [(0, 1), (1, 2)])[1].records() == [dict.fromkeys(frame.columns) | {"b": False}]
+    assert split_frame(frame, [(0, 2)])[0].records()[0] == {
+        "i": 1, "t": "2020-01-01T00:00:00", "z": "2020-01-01T01:00:00+01:00", "d": "P0DT0H0M1S", "s": "x",
+        "b": True, "f": 1.5}
+
+
 def test_json_values_of_every_missing_kind():
     assert [json_value(v) for v in (np.nan, None, pd.NA, pd.NaT, np.float32(1.5), np.int64(3), "a", True)] == \
         [None, None, None, None, 1.5, 3, "a", True]

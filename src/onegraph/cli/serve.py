@@ -35,8 +35,14 @@ def serve(
     """Serve models over HTTP: Open Inference Protocol v2 (KServe / Triton clients) and a records endpoint
     that scores rows as `onegraph score` does; requests are micro-batched. Stop with Ctrl-C or SIGTERM
     (requests in flight are answered first)."""
-    from onegraph.serve.options import ServeOptions
-    from onegraph.serve.server import Server
+    try:
+        from onegraph.serve.options import ServeOptions
+        from onegraph.serve.server import Server
+    except ImportError as exc:
+        from onegraph.errors import OnegraphError
+
+        raise OnegraphError(f"onegraph serve needs {exc.name or 'the serve extra'}",
+                            hint="pip install 'onegraph[serve]'") from None
 
     options = ServeOptions(
         max_batch=max_batch, max_wait_ms=max_wait_ms, max_queue=max_queue, timeout_s=timeout,

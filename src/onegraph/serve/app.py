@@ -76,20 +76,23 @@ def create_app(repository: ModelRepository) -> Starlette:
                 watch.cancel()
             repository.close()
 
-    routes = []
+    # starlette tries routes in order: the two inference routes first (a match costs a regex per route)
+    routes = [
+        Route("/v1/models/{name}:predict", h.endpoint("predict", h.predict), methods=["POST"]),
+        Route("/v2/models/{name}/infer", h.endpoint("infer", h.infer), methods=["POST"]),
+    ]
     for prefix in ("/v2/models/{name}", "/v2/models/{name}/versions/{version}"):
         routes += [
             Route(prefix, h.endpoint("metadata", h.model_metadata), methods=["GET"]),
             Route(prefix + "/ready", h.endpoint("ready", h.model_ready), methods=["GET"]),
-            Route(prefix + "/infer", h.endpoint("infer", h.infer), methods=["POST"]),
         ]
     routes += [
+        Route("/v2/models/{name}/versions/{version}/infer", h.endpoint("infer", h.infer), methods=["POST"]),
         Route("/v2", h.endpoint("server", h.server_metadata), methods=["GET"]),
         Route("/v2/health/live", h.endpoint("live", h.live), methods=["GET"]),
         Route("/v2/health/ready", h.endpoint("ready", h.ready), methods=["GET"]),
         Route("/v2/repository/index", h.endpoint("index", h.index), methods=["POST"]),
         Route("/v2/repository/models/{name}/load", h.endpoint("load", h.load), methods=["POST"]),
-        Route("/v1/models/{name}:predict", h.endpoint("predict", h.predict), methods=["POST"]),
         Route("/v1/models/{name}", h.endpoint("metadata_v1", h.records_metadata), methods=["GET"]),
         Route("/metrics", h.endpoint("metrics", h.metrics_text), methods=["GET"]),
     ]

@@ -23,14 +23,16 @@ from onegraph.errors import OnegraphError
 
 
 class Rows:
-    """One request's rows: ``n`` rows, ``table`` the columns (dict of 1-D arrays keyed by input name), or
-    the table as given for models that see all of a request's rows together (sequence windows)."""
+    """One request's rows: ``n`` rows, ``table`` the columns (dict of 1-D arrays keyed by input name, to be
+    concatenated with other requests'), ``given`` the table as the request gave it (scored as is when the
+    request is alone in its batch: one row as a dict takes ``onegraph.score``'s fastest path)."""
 
-    __slots__ = ("n", "table")
+    __slots__ = ("n", "table", "given")
 
-    def __init__(self, n: int, table: Any) -> None:
+    def __init__(self, n: int, table: Any, given: Any = None) -> None:
         self.n = n
         self.table = table
+        self.given = table if given is None else given
 
 
 def concat(payloads: list[Rows]) -> dict[str, np.ndarray]:
@@ -47,7 +49,7 @@ def batch_function(score: Callable[[Any], Any], split: Callable[[Any, list[tuple
 
     def alone(payload: Rows) -> Any:
         try:
-            return split(score(payload.table), [(0, payload.n)])[0]
+            return split(score(payload.given), [(0, payload.n)])[0]
         except Exception as exc:  # the request's own error, answered to it alone
             return exc
 
@@ -81,12 +83,15 @@ class _ScoredBatch:
     def __init__(self, frame: pd.DataFrame) -> None:
         self.frame = frame
         self.names = [str(c) for c in frame.columns]
-        self._rows: list[list] | None = None
+        self._rows: list[tuple] | None = None
 
-    def rows(self) -> list[list]:
+    def rows(self) -> list[tuple]:
         if self._rows is None:  # once per batch, by the first request that answers in JSON
-            # one conversion of the whole frame to Python objects costs less than one Series per column
-            self._rows = self.frame.to_numpy(dtype=object).tolist()
+            frame = self.frame
+            # the column arrays as they are (as onegraph's frame reader takes them): a Series per column
+            # would cost more than scoring the batch
+            get = getattr(frame, "_get_column_array", None) or (lambda j: frame.iloc[:, j].array)
+            self._rows = list(zip(*(_to_list(get(j)) for j in range(frame.shape[1]))))
         return self._rows
 
 
@@ -110,6 +115,12 @@ class ScoredRows:
         datetimes as ISO-8601 text, timedeltas as ISO-8601 durations, numpy scalars as Python numbers."""
         names = self._batch.names
         return [dict(zip(names, [json_value(v) for v in row])) for row in self._batch.rows()[self.start:self.stop]]
+
+
+def _to_list(values: Any) -> list:
+    if isinstance(values, np.ndarray):
+        return values.tolist()
+    return list(values)  # pandas extension arrays: their scalars (pd.NA, Timestamp...) for json_value
 
 
 def json_value(v: Any) -> Any:

@@ -72,7 +72,7 @@ class ModelVersion:
         n, feeds = self.session.feeds(table)
         if self._whole:
             return Rows(n, table)
-        return Rows(n, {k: v if v.ndim == 1 else v.reshape(n) for k, v in feeds.items()})
+        return Rows(n, {k: v if v.ndim == 1 else v.reshape(n) for k, v in feeds.items()}, table)
 
     @property
     def waiting(self) -> int:
