@@ -24,18 +24,20 @@ ARROW_FILE = "application/vnd.apache.arrow.file"
 CSV = "text/csv"
 MEDIA_TYPES = (JSON, ARROW_STREAM, ARROW_FILE, CSV)
 _SCALARS = (str, int, float, bool, type(None))
+#: what `curl -d` declares whatever it sends: read as the default (JSON), which reports a body that is not
+_FORM = "application/x-www-form-urlencoded"
 
 
 def media_type(header: str | None, default: str = JSON) -> str:
-    """The media type of a Content-Type / Accept header value, without parameters; ``default`` when absent
-    or ``*/*``. Raises :class:`UnsupportedMediaError` (415) for one the endpoint does not speak."""
+    """The media type of a Content-Type / Accept header value, without parameters; ``default`` when absent,
+    ``*/*`` or curl's form default. Raises :class:`UnsupportedMediaError` (415) for one the endpoint does not speak."""
     if not header:
         return default
     for part in header.split(","):
         kind = part.split(";")[0].strip().lower()
         if kind in MEDIA_TYPES:
             return kind
-        if kind in ("*/*", "application/*", ""):
+        if kind in ("*/*", "application/*", "", _FORM):
             return default
     raise UnsupportedMediaError(f"media type {header!r} is not read or written here",
                                 hint=f"use {', '.join(MEDIA_TYPES)}")
