@@ -27,7 +27,7 @@ COMMANDS = {
     "show": "onegraph.cli.core", "functions": "onegraph.cli.functions", "fuse": "onegraph.cli.functions",
     "convert": "onegraph.cli.convert", "compare": "onegraph.cli.convert", "check": "onegraph.cli.check",
     "meta": "onegraph.cli.meta", "stats": "onegraph.cli.stats", "compose": "onegraph.cli.compose",
-    "fed": "onegraph.cli.fed",
+    "fed": "onegraph.cli.fed", "serve": "onegraph.cli.serve",
 }
 COMMAND_MODULES = list(dict.fromkeys(COMMANDS.values()))
 

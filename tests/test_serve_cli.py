@@ -1,0 +1,102 @@
+"""`onegraph serve` from the command line: one line and a non-zero exit for bad options; a real server
+process with two workers answering, then stopping on SIGTERM; the serving modules' lean imports."""
+
+from __future__ import annotations
+
+import ast
+import os
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+import onegraph
+from serve_helpers import assert_predictions, build_penguins, records
+
+SERVE = Path(onegraph.__file__).parent / "serve"
+
+
+@pytest.fixture(scope="module")
+def model(penguins, tmp_path_factory):
+    return build_penguins(penguins, tmp_path_factory.mktemp("serve-cli") / "penguins.onnx")
+
+
+def test_bad_options_print_one_line(cli, model, tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        cases = [
+            (["serve", str(model), "--port", str(port)], f"127.0.0.1:{port}: Address already in use"),
+            (["serve", str(tmp_path / "nope.onnx")], "nope.onnx cannot be read"),
+            (["serve", str(model), "--max-batch", "0"], "--max-batch"),
+            (["serve", str(model), "--timeout", "0"], "--timeout"),
+            (["serve", f"a={model}", f"a={model}"], "two models are named 'a'"),
+            (["serve", f"a b={model}"], "URL path segment"),
+            (["serve", str(model), "--port", "70000"], "port 70000"),
+        ]
+        garbage = tmp_path / "garbage.onnx"
+        garbage.write_bytes(b"garbage")
+        cases.append((["serve", str(garbage), "--port", "0"], "not a valid ONNX model"))
+        for args, words in cases:
+            result = cli(*args)
+            assert result.returncode == 1, (args, result.stderr)
+            lines = result.stderr.strip().splitlines()
+            assert len(lines) == 1 and lines[0].startswith("error: ") and words in lines[0], (args, result.stderr)
+            assert "Traceback" not in result.stderr
+
+
+def test_serve_process_with_two_workers(model, penguins):
+    command = [sys.executable, "-m", "onegraph.cli", "serve", f"p={model}", "--port", "0", "--workers", "2"]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    try:
+        url = None
+        lines = []
+        for line in process.stderr:
+            lines.append(line)
+            if line.startswith("serving on "):
+                url = line.split()[2]
+                break
+        assert url, "".join(lines)
+        frame = penguins.drop(columns="species").head(5)
+        expected = onegraph.score(model, frame)
+        for attempt in range(200):  # the workers load the model after the socket is listening
+            try:
+                r = httpx.post(url + "/v1/models/p:predict", json={"instances": records(frame)}, timeout=60)
+                break
+            except httpx.TransportError:
+                if attempt == 199:
+                    raise
+                import time
+
+                time.sleep(0.1)
+        assert_predictions(r.json()["predictions"], expected)
+        assert httpx.get(url + "/v2/models/p").json()["versions"] == ["1"]
+    finally:
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=60)
+    assert code == 0, process.stderr.read()
+
+
+FORBIDDEN = {"sklearn", "scipy", "skl2onnx", "torch", "matplotlib", "onnxscript", "onnx_ir"}
+
+
+def test_serving_modules_import_no_fitting_library():
+    """The server's own modules import the web stack, numpy / pandas / pyarrow / onnxruntime and
+    onegraph's runtime, errors and io only (scoring needs no fitting library)."""
+    files = sorted(SERVE.glob("*.py")) + [SERVE.parent / "cli" / "serve.py"]
+    allowed_onegraph = ("onegraph.serve", "onegraph.runtime", "onegraph.errors", "onegraph.io", "onegraph.cli.base",
+                        "onegraph._lazy")
+    for path in files:
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            for name in names:
+                assert name.split(".")[0] not in FORBIDDEN, f"{path.name} imports {name}"
+                if name.startswith("onegraph") and name != "onegraph":
+                    assert name.startswith(allowed_onegraph), f"{path.name} imports {name}"
+    assert os.path.exists(SERVE / "app.py")
