@@ -1,0 +1,240 @@
+"""Separable resampling: per-axis tap tables computed in the graph, applied tap by tap.
+
+Every resize onegraph emits is two 1-D passes (width, then height), each a *table* of ``K`` taps per output
+pixel: ``index [out, K]`` (input positions, int64) and ``weight [out, K]``. A pass is
+``y[..., i, ...] = sum_k weight[i, k] * x[..., index[i, k], ...]``, written as an ONNX ``Loop`` over the ``K``
+taps (one ``Gather``, ``Mul``, ``Add`` per tap), so memory stays the size of the output and work is
+``O(out * K)``, as in the libraries (a dense resampling matrix would cost ``O(out * in)``).
+
+The tables are computed *in the graph* from the input's runtime size, by the same formulas, in the same
+floating-point order, as the library's C code (cited per function), so one model takes images of any size.
+The input size is a 0-d int64 tensor; the output size is a Python int.
+
+Tables of the antialiasing filters (Pillow's ``precompute_coeffs``, torch's
+``_compute_indices_min_size_weights_aa``, which was ported from Pillow) are computed in double like Pillow.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import onnx_ir as ir
+
+from onegraph.emit import BOOL, DOUBLE, FLOAT, INT64, GraphBuilder
+
+INT32 = ir.DataType.INT32
+from onegraph.frame.tensors import Val, maximum, minimum, where
+
+#: Pillow's filter supports (src/libImaging/Resample.c: BOX, BILINEAR, BICUBIC), also torch's antialias ones
+SUPPORT = {"box": 0.5, "bilinear": 1.0, "bicubic": 2.0}
+
+
+@dataclasses.dataclass(frozen=True)
+class Table:
+    """The taps of one axis: ``index`` int64 ``[out, K]``, ``weight`` ``[out, K]``, ``taps`` int64 scalar ``K``."""
+
+    index: Val
+    weight: Val
+    taps: Val
+
+
+def size_of(g: GraphBuilder, x: ir.Value, axis: int) -> Val:
+    """The runtime length of ``x`` along ``axis`` as a 0-d int64 value."""
+    dim = g.op("Shape", x, start=axis, end=axis + 1, dtype=INT64)
+    return Val(g, g.op("Squeeze", dim, g.const(np.array([0], np.int64), "axes"), dtype=INT64), INT64)
+
+
+def arange(n: Val) -> Val:
+    """int64 ``[n]``: 0, 1, ..., n - 1."""
+    g = n.g
+    return Val(g, g.op("Range", g.const(np.int64(0), "zero"), n.value, g.const(np.int64(1), "one"), dtype=INT64),
+               INT64)
+
+
+def column(v: Val) -> Val:
+    """``[n]`` -> ``[n, 1]``."""
+    g = v.g
+    return Val(g, g.op("Unsqueeze", v.value, g.const(np.array([1], np.int64), "axes"), dtype=v.dtype), v.dtype)
+
+
+def row(v: Val) -> Val:
+    """``[n]`` -> ``[1, n]``."""
+    g = v.g
+    return Val(g, g.op("Unsqueeze", v.value, g.const(np.array([0], np.int64), "axes"), dtype=v.dtype), v.dtype)
+
+
+def _outputs(g: GraphBuilder, n_out: int) -> Val:
+    return Val(g, g.const(np.arange(n_out, dtype=np.int64), "out_index"), INT64)
+
+
+def _trunc(x: Val) -> Val:
+    """C's ``(int)x`` (toward zero) as int64."""
+    return where(x < 0.0, x.unary("Ceil"), x.floor()).cast(INT64)
+
+
+# -- filters, as written in Pillow's Resample.c (torch's aa filters compute the same functions) --------------
+def _filter(kind: str, x: Val) -> Val:
+    if kind == "box":  # box_filter: 1 on (-0.5, 0.5]
+        return where((x > -0.5) & (x <= 0.5), 1.0, 0.0)
+    ax = abs(x)
+    if kind == "bilinear":  # bilinear_filter
+        return where(ax < 1.0, 1.0 - ax, 0.0)
+    if kind == "bicubic":  # bicubic_filter, a = -0.5 (Keys); C folds a + 2.0 = 1.5 and a + 3.0 = 2.5
+        inner = (ax * 1.5 - 2.5) * ax * ax + 1.0
+        outer = (((ax - 5.0) * ax + 8.0) * ax - 4.0) * -0.5
+        return where(ax < 1.0, inner, where(ax < 2.0, outer, 0.0))
+    raise ValueError(kind)
+
+
+def antialias_table(n_in: Val, n_out: int, kind: str) -> Table:
+    """Pillow's ``precompute_coeffs`` (Pillow 13.0 ``src/libImaging/Resample.c``; torch 2.13's
+    ``_compute_indices_min_size_weights_aa`` is the same algorithm): the filter stretched by the downscaling
+    factor, normalized per output pixel; weights double.
+
+    ``center = (i + 0.5) * scale``, ``xmin = max((int)(center - support + 0.5), 0)``, ``xmax = min((int)(center +
+    support + 0.5), in) - xmin``, ``w_j = filter((j + xmin - center + 0.5) / filterscale)`` for ``j < xmax``,
+    divided by their sum (taken in order, as Pillow's loop does: a ``CumSum``).
+    """
+    g = n_in.g
+    fin = n_in.cast(DOUBLE)
+    scale = fin / float(n_out)
+    filterscale = maximum(scale, 1.0)
+    support = filterscale * SUPPORT[kind]
+    taps = support.unary("Ceil").cast(INT64) * 2 + 1
+    center = column(_outputs(g, n_out).cast(DOUBLE) + 0.5) * scale
+    ss = 1.0 / filterscale
+    xmin = maximum(_trunc(center - support + 0.5), 0)
+    xmax = minimum(_trunc(center + support + 0.5), n_in) - xmin
+    k = row(arange(taps))
+    w = _filter(kind, ((k + xmin).cast(DOUBLE) - center + 0.5) * ss)
+    w = where(k < xmax, w, 0.0)
+    total = Val(g, g.op("CumSum", w.value, g.const(np.int64(1), "axis"), dtype=DOUBLE), DOUBLE)
+    total = Val(g, g.op("Gather", total.value, (taps - 1).value, axis=1, dtype=DOUBLE), DOUBLE)
+    total = column(total)
+    w = where(total != 0.0, w / where(total != 0.0, total, 1.0), w)
+    return Table(minimum(k + xmin, n_in - 1), w, taps)
+
+
+def fixed_point(weight: Val, bits: int = 22) -> Val:
+    """Pillow's ``normalize_coeffs_8bpc``: ``(int)(w * 2**bits + 0.5)``, ``(int)(w * 2**bits - 0.5)`` for
+    negative weights (22 = ``PRECISION_BITS``), as int64."""
+    y = weight * float(1 << bits)
+    return where(weight < 0.0, (y - 0.5).unary("Ceil"), (y + 0.5).floor()).cast(INT64)
+
+
+def pil_nearest_table(n_in: Val, n_out: int) -> Table:
+    """Pillow's NEAREST resize (``ImagingScaleAffine``, ``Geometry.c``): the source position starts at
+    ``a / 2`` with ``a = in / out`` and is *accumulated* (``xo += a``, in double: a ``CumSum``), index
+    ``(int)xo`` (clamped to the image; the accumulated error never reaches a pixel's width)."""
+    g = n_in.g
+    a = n_in.cast(DOUBLE) / float(n_out)
+    steps = where(_outputs(g, n_out) == 0, a * 0.5, a)
+    xo = Val(g, g.op("CumSum", steps.value, g.const(np.int64(0), "axis"), dtype=DOUBLE), DOUBLE)
+    index = minimum(maximum(xo.floor().cast(INT64), 0), n_in - 1)
+    return _single(index)
+
+
+def _single(index: Val) -> Table:
+    g = index.g
+    one = Val(g, g.const(np.float64(1.0), "one"), DOUBLE)
+    ones = Val(g, g.op("Expand", one.value, g.op("Shape", index.value, dtype=INT64), dtype=DOUBLE), DOUBLE)
+    return Table(column(index), column(ones), Val(g, g.const(np.int64(1), "one"), INT64))
+
+
+# -- torch.nn.functional.interpolate (aten/src/ATen/native/UpSample.h, cpu/UpSampleKernel.cpp) ---------
+def _float32(g: GraphBuilder, value: ir.Value) -> ir.Value:
+    return g.op("Cast", value, to=FLOAT, dtype=FLOAT)
+
+
+def torch_nearest_table(n_in: Val, n_out: int, exact: bool = False) -> Table:
+    """``mode="nearest"``: ``min((int64)floorf(i * scale), in - 1)``, ``mode="nearest-exact"``:
+    ``floorf((i + 0.5) * scale)``; ``scale = (float)in / out`` and the product in float32
+    (``nearest_neighbor_compute_source_index``), so the graph computes them in float32 too."""
+    g = n_in.g
+    scale = g.op("Div", _float32(g, n_in.value), g.const(np.float32(n_out), "n_out"), dtype=FLOAT)
+    pos = np.arange(n_out, dtype=np.float32) + (np.float32(0.5) if exact else np.float32(0))
+    src = g.op("Floor", g.op("Mul", g.const(pos, "pos"), scale, dtype=FLOAT), dtype=FLOAT)
+    index = minimum(Val(g, g.op("Cast", src, to=INT64, dtype=INT64), INT64), n_in - 1)
+    return _single(index)
+
+
+def _cc1(x: Val, a: float) -> Val:
+    return ((x * (a + 2)) - (a + 3)) * x * x + 1.0
+
+
+def _cc2(x: Val, a: float) -> Val:
+    return ((x * a - 5 * a) * x + 8 * a) * x - 4 * a
+
+
+def torch_linear_table(n_in: Val, n_out: int) -> Table:
+    """``mode="bilinear"``, ``align_corners=False``, no antialias: ``src = max(scale * (i + 0.5) - 0.5, 0)``,
+    ``i0 = min(floor(src), in - 1)``, ``lambda = src - i0`` (``guard_index_and_lambda``), taps ``i0`` and
+    ``min(i0 + 1, in - 1)`` with weights ``1 - lambda``, ``lambda``."""
+    g = n_in.g
+    scale = n_in.cast(DOUBLE) / float(n_out)
+    src = maximum(column(_outputs(g, n_out).cast(DOUBLE) + 0.5) * scale - 0.5, 0.0)
+    i0 = minimum(src.floor().cast(INT64), n_in - 1)
+    lam = minimum(maximum(src - i0.cast(DOUBLE), 0.0), 1.0)
+    index = _concat([i0, minimum(i0 + 1, n_in - 1)])
+    weight = _concat([1.0 - lam, lam])
+    return Table(index, weight, Val(g, g.const(np.int64(2), "two"), INT64))
+
+
+def torch_cubic_table(n_in: Val, n_out: int, a: float = -0.75) -> Table:
+    """``mode="bicubic"``, ``align_corners=False``, no antialias: ``src = scale * (i + 0.5) - 0.5`` (not
+    clamped), taps ``floor(src) - 1 .. floor(src) + 2`` clamped to the image, weights
+    ``get_cubic_upsample_coefficients(t)`` with ``A = -0.75``."""
+    g = n_in.g
+    scale = n_in.cast(DOUBLE) / float(n_out)
+    src = column(_outputs(g, n_out).cast(DOUBLE) + 0.5) * scale - 0.5
+    base = src.floor()
+    t = src - base
+    i = base.cast(INT64)
+    index = _concat([minimum(maximum(i + d, 0), n_in - 1) for d in (-1, 0, 1, 2)])
+    weight = _concat([_cc2(t + 1.0, a), _cc1(t, a), _cc1(1.0 - t, a), _cc2(2.0 - t, a)])
+    return Table(index, weight, Val(g, g.const(np.int64(4), "four"), INT64))
+
+
+def torch_area_table(n_in: Val, n_out: int) -> Table:
+    """``mode="area"`` (``adaptive_avg_pool2d``): output ``i`` averages inputs ``floor(i * in / out)`` up to
+    ``ceil((i + 1) * in / out)`` (``start_index`` / ``end_index``, integer arithmetic)."""
+    g = n_in.g
+    i = column(_outputs(g, n_out))
+    start = (i * n_in) // n_out
+    end = ((i + 1) * n_in + (n_out - 1)) // n_out
+    count = end - start
+    taps = (n_in + (n_out - 1)) // n_out + 1
+    k = row(arange(taps))
+    weight = where(k < count, 1.0 / count.cast(DOUBLE), 0.0)
+    return Table(minimum(k + start, n_in - 1), weight, taps)
+
+
+def _concat(parts: list[Val]) -> Val:
+    g = parts[0].g
+    return Val(g, g.op("Concat", *[p.value for p in parts], axis=1, dtype=parts[0].dtype), parts[0].dtype)
+
+
+# -- applying a table ---------------------------------------------------------------------------------
+def apply(g: GraphBuilder, x: ir.Value, axis: int, rank: int, table: Table, n_out: int,
+          dtype: ir.DataType) -> ir.Value:
+    """``sum_k weight[:, k] * x[index[:, k]]`` along ``axis`` of ``x`` (rank ``rank``), computed in ``dtype``
+    (``x`` and the weights are cast to it once); ``x``'s ``axis`` becomes ``n_out`` long."""
+    xs = x if x.dtype == dtype else g.op("Cast", x, to=dtype, dtype=dtype)
+    weight = table.weight if table.weight.dtype == dtype else table.weight.cast(dtype)
+    shape = g.op("Shape", xs, dtype=INT64)
+    shape = g.op("ScatterElements", shape, g.const(np.array([axis], np.int64), "axis"),
+                 g.const(np.array([n_out], np.int64), "n_out"), axis=0, dtype=INT64)
+    zero = ir.tensor(np.zeros(1, dtype=ir.DataType(dtype).numpy()))
+    start = g.op("ConstantOfShape", shape, value=zero, dtype=dtype)
+    trailing = g.const(np.array([n_out] + [1] * (rank - 1 - axis), np.int64), "tap_shape")
+    i = ir.Value(name=g.unique("tap"), type=ir.TensorType(INT64), shape=ir.Shape([]))
+    cond = ir.Value(name=g.unique("cond"), type=ir.TensorType(BOOL), shape=ir.Shape([]))
+    acc = ir.Value(name=g.unique("acc"), type=ir.TensorType(dtype))
+    with g.subgraph("taps", [i, cond, acc]) as body:
+        idx = g.op("Gather", table.index.value, i, axis=1, dtype=INT64)
+        w = g.op("Reshape", g.op("Gather", weight.value, i, axis=1, dtype=dtype), trailing, dtype=dtype)
+        taken = g.op("Gather", xs, idx, axis=axis, dtype=dtype)
+        body.outputs.extend([g.op("Identity", cond, dtype=BOOL),
+                             g.op("Add", acc, g.op("Mul", taken, w, dtype=dtype), dtype=dtype)])
+    return g.op("Loop", table.taps.value, None, start, body=body, dtype=dtype)
