@@ -107,7 +107,7 @@ class Resize(ImageStep):
         if mode == "area":
             return rs.torch_area_table(n_in, n_out)
         if self.antialias:
-            return rs.antialias_table(n_in, n_out, mode)
+            return rs.torch_antialias_table(n_in, n_out, mode)
         return rs.torch_linear_table(n_in, n_out) if mode == "bilinear" else rs.torch_cubic_table(n_in, n_out)
 
     def emit(self, g: GraphBuilder, t: Tensor) -> Tensor:
@@ -147,7 +147,13 @@ class Resize(ImageStep):
         kwargs = {"antialias": self.antialias} if mode in ("bilinear", "bicubic") else {}
         if mode in ("bilinear", "bicubic"):
             kwargs["align_corners"] = False
-        y = F.interpolate(tx, size=self.size, mode=mode, **kwargs).numpy()
+        # torchvision's resize_image: uint8 goes to torch's own uint8 kernels for nearest, bilinear, bicubic;
+        # otherwise through float32, clamped (bicubic), rounded and cast back
+        native = x.dtype != np.uint8 or mode in ("nearest", "nearest-exact", "bilinear", "bicubic")
+        y = F.interpolate(tx if native else tx.float(), size=self.size, mode=mode, **kwargs)
+        if not native:
+            y = (y.clamp(0, 255) if mode == "bicubic" else y).round().to(torch.uint8)
+        y = y.numpy()
         return y.transpose(0, 2, 3, 1) if nhwc else y
 
 

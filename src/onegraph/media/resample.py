@@ -69,8 +69,8 @@ def _outputs(g: GraphBuilder, n_out: int) -> Val:
 
 
 def _trunc(x: Val) -> Val:
-    """C's ``(int)x`` (toward zero) as int64."""
-    return where(x < 0.0, x.unary("Ceil"), x.floor()).cast(INT64)
+    """C's ``(int)x`` (toward zero) as int64 (``Cast`` from floating point truncates, as C does)."""
+    return x.cast(INT64)
 
 
 # -- filters, as written in Pillow's Resample.c (torch's aa filters compute the same functions) --------------
@@ -160,40 +160,85 @@ def torch_nearest_table(n_in: Val, n_out: int, exact: bool = False) -> Table:
 
 
 def _cc1(x: Val, a: float) -> Val:
-    return ((x * (a + 2)) - (a + 3)) * x * x + 1.0
+    # cubic_convolution1: ((A + 2) * x - (A + 3)) * x * x + 1, in the table's precision
+    return (x * (a + 2) - (a + 3)) * x * x + 1.0
 
 
 def _cc2(x: Val, a: float) -> Val:
+    # cubic_convolution2: ((A * x - 5 * A) * x + 8 * A) * x - 4 * A
     return ((x * a - 5 * a) * x + 8 * a) * x - 4 * a
 
 
-def torch_linear_table(n_in: Val, n_out: int) -> Table:
-    """``mode="bilinear"``, ``align_corners=False``, no antialias: ``src = max(scale * (i + 0.5) - 0.5, 0)``,
-    ``i0 = min(floor(src), in - 1)``, ``lambda = src - i0`` (``guard_index_and_lambda``), taps ``i0`` and
-    ``min(i0 + 1, in - 1)`` with weights ``1 - lambda``, ``lambda``."""
+def _torch_scale(n_in: Val, n_out: int) -> Val:
+    # area_pixel_compute_scale<float>: (float)input_size / output_size
+    return n_in.cast(FLOAT) / float(n_out)
+
+
+def _torch_source(n_in: Val, n_out: int, cubic: bool) -> Val:
+    # area_pixel_compute_source_index<float>: scale * (i + 0.5f) - 0.5f, clamped at 0 unless cubic
     g = n_in.g
-    scale = n_in.cast(DOUBLE) / float(n_out)
-    src = maximum(column(_outputs(g, n_out).cast(DOUBLE) + 0.5) * scale - 0.5, 0.0)
-    i0 = minimum(src.floor().cast(INT64), n_in - 1)
-    lam = minimum(maximum(src - i0.cast(DOUBLE), 0.0), 1.0)
+    pos = Val(g, g.const(np.arange(n_out, dtype=np.float32).reshape(-1, 1) + np.float32(0.5), "pos"), FLOAT)
+    # torch's CPU build contracts ``scale * x - 0.5`` into one fused multiply-add (one rounding): the product of
+    # two floats is exact in double, so the double result rounded once to float32 is the FMA's
+    src = (pos.cast(DOUBLE) * _torch_scale(n_in, n_out).cast(DOUBLE) - 0.5).cast(FLOAT)
+    return src if cubic else maximum(src, 0.0)
+
+
+def _guard(src: Val, n_in: Val) -> tuple[Val, Val]:
+    # guard_index_and_lambda: index = min((int64)floorf(src), in - 1), lambda = clamp(src - index, 0, 1)
+    index = minimum(src.floor().cast(INT64), n_in - 1)
+    return index, minimum(maximum(src - index.cast(FLOAT), 0.0), 1.0)
+
+
+def torch_linear_table(n_in: Val, n_out: int) -> Table:
+    """``mode="bilinear"``, ``align_corners=False``, no antialias (``compute_indices_weights_linear``, float32):
+    taps ``i0`` and ``i0 + (i0 < in - 1)``, weights ``1 - lambda``, ``lambda``."""
+    g = n_in.g
+    i0, lam = _guard(_torch_source(n_in, n_out, cubic=False), n_in)
     index = _concat([i0, minimum(i0 + 1, n_in - 1)])
     weight = _concat([1.0 - lam, lam])
     return Table(index, weight, Val(g, g.const(np.int64(2), "two"), INT64))
 
 
 def torch_cubic_table(n_in: Val, n_out: int, a: float = -0.75) -> Table:
-    """``mode="bicubic"``, ``align_corners=False``, no antialias: ``src = scale * (i + 0.5) - 0.5`` (not
-    clamped), taps ``floor(src) - 1 .. floor(src) + 2`` clamped to the image, weights
-    ``get_cubic_upsample_coefficients(t)`` with ``A = -0.75``."""
+    """``mode="bicubic"``, ``align_corners=False``, no antialias (``HelperInterpCubic::compute_indices_weights``,
+    float32): taps ``i0 - 1 .. i0 + 2`` clamped to the image, weights ``get_cubic_upsample_coefficients(t)``
+    with ``A = -0.75``."""
     g = n_in.g
-    scale = n_in.cast(DOUBLE) / float(n_out)
-    src = column(_outputs(g, n_out).cast(DOUBLE) + 0.5) * scale - 0.5
-    base = src.floor()
-    t = src - base
-    i = base.cast(INT64)
-    index = _concat([minimum(maximum(i + d, 0), n_in - 1) for d in (-1, 0, 1, 2)])
-    weight = _concat([_cc2(t + 1.0, a), _cc1(t, a), _cc1(1.0 - t, a), _cc2(2.0 - t, a)])
+    i0, t = _guard(_torch_source(n_in, n_out, cubic=True), n_in)
+    index = _concat([minimum(maximum(i0 + d, 0), n_in - 1) for d in (-1, 0, 1, 2)])
+    weight = _concat([_cc2(t + 1.0, a), _cc1(t, a), _cc1(1.0 - t, a), _cc2((1.0 - t) + 1.0, a)])
     return Table(index, weight, Val(g, g.const(np.int64(4), "four"), INT64))
+
+
+def torch_antialias_table(n_in: Val, n_out: int, kind: str) -> Table:
+    """``antialias=True`` (``_compute_index_ranges_weights`` / ``_compute_indices_min_size_weights_aa``,
+    torch 2.13): Pillow's algorithm, computed in float32 where torch stores float32 (scale, center, support,
+    weights, their sum) and in double where its C++ expressions promote (``center - support + 0.5``, the filter's
+    argument ``(j + xmin - center + 0.5) * invscale``); filters ``aa_filter`` (bicubic: Keys, ``a = -0.5``)."""
+    g = n_in.g
+    scale = _torch_scale(n_in, n_out)
+    big = scale >= 1.0
+    half = SUPPORT[kind]
+    support = where(big, (scale.cast(DOUBLE) * half).cast(FLOAT), scale * 0.0 + half)
+    taps = support.cast(DOUBLE).unary("Ceil").cast(INT64) * 2 + 1
+    pos = Val(g, g.const(np.arange(n_out, dtype=np.float32).reshape(-1, 1) + np.float32(0.5), "pos"), FLOAT)
+    center = pos * scale
+    invscale = where(big, (1.0 / scale.cast(DOUBLE)).cast(FLOAT), scale * 0.0 + 1.0)
+    xmin = maximum(_trunc((center - support).cast(DOUBLE) + 0.5), 0)
+    xmax = minimum(_trunc((center + support).cast(DOUBLE) + 0.5), n_in) - xmin
+    k = row(arange(taps))
+    x = (((k + xmin).cast(FLOAT) - center).cast(DOUBLE) + 0.5) * invscale.cast(DOUBLE)
+    ax = abs(x.cast(FLOAT))
+    if kind == "bilinear":
+        w = where(ax < 1.0, 1.0 - ax, 0.0)
+    else:
+        w = where(ax < 1.0, _cc1(ax, -0.5), where(ax < 2.0, _cc2(ax, -0.5), 0.0))
+    w = where(k < xmax, w, 0.0)
+    total = Val(g, g.op("CumSum", w.value, g.const(np.int64(1), "axis"), dtype=FLOAT), FLOAT)
+    total = column(Val(g, g.op("Gather", total.value, (taps - 1).value, axis=1, dtype=FLOAT), FLOAT))
+    w = where(total != 0.0, w / where(total != 0.0, total, 1.0), w)
+    return Table(minimum(k + xmin, n_in - 1), w, taps)
 
 
 def torch_area_table(n_in: Val, n_out: int) -> Table:
