@@ -115,21 +115,36 @@ class Resize(ImageStep):
         h_axis, w_axis = t.spatial_axes
         x = t.value
         nearest = self.interpolation.startswith("nearest")
-        work = t.dtype if nearest else (FLOAT if self.match == "torchvision" else t.dtype)
+        # torchvision sends uint8 to torch's own uint8 kernels for bilinear / bicubic, area through float32
+        native = nearest or self.match == "pil" or (t.dtype == UINT8 and self.interpolation != "area")
+        work = t.dtype if native else FLOAT
         if work != t.dtype:
             x = g.op("Cast", x, to=work, dtype=work)
-        # width first, then height: Pillow's order (ImagingResampleInner), which its rounding depends on
+        counts = []
+        # width first, then height: Pillow's and torch's order, which their uint8 rounding depends on
         for axis, n_out in ((w_axis, self.size[1]), (h_axis, self.size[0])):
-            table = self._table(rs.size_of(g, x, axis), n_out)
+            n_in = rs.size_of(g, x, axis)
+            if work == UINT8 and not nearest:
+                if self.match == "pil":
+                    table = self._table(n_in, n_out)
+                    table, bits = rs.Table(table.index, rs.fixed_point(table.weight), table.taps), rs.const_int(g, 22)
+                else:
+                    table, bits = rs.torch_uint8_table(n_in, n_out, self.interpolation, self.antialias)
+                x = _uint8_pass(g, x, axis, table, n_out, bits)
+                continue
+            table = self._table(n_in, n_out)
             if nearest:
                 index = g.op("Squeeze", table.index.value, _ints(g, [1]), dtype=INT64)
                 x = g.op("Gather", x, index, axis=axis, dtype=work)
-            elif work == UINT8:
-                x = _pil_uint8_pass(g, x, axis, table, n_out)
             elif self.match == "pil":  # mode "F": double sums, stored as float32 after each pass
                 x = g.op("Cast", rs.apply(g, x, axis, 4, table, n_out, rs.DOUBLE), to=FLOAT, dtype=FLOAT)
             else:
                 x = rs.apply(g, x, axis, 4, table, n_out, FLOAT)
+            if table.count is not None:
+                shape = [n_out] + [1] * (3 - axis)
+                counts.append(g.op("Reshape", table.count.cast(FLOAT).value, _ints(g, shape), dtype=FLOAT))
+        for count in counts[::-1]:  # adaptive_avg_pool2d: sum / kh / kw
+            x = g.op("Div", x, count, dtype=FLOAT)
         if work != t.dtype:  # torchvision's float path for uint8: clamp (bicubic overshoots), round, cast
             x = g.op("Clip", x, g.const(np.float32(0), "lo"), g.const(np.float32(255), "hi"), dtype=FLOAT)
             x = g.op("Cast", g.op("Round", x, dtype=FLOAT), to=UINT8, dtype=UINT8)
@@ -157,14 +172,19 @@ class Resize(ImageStep):
         return y.transpose(0, 2, 3, 1) if nhwc else y
 
 
-def _pil_uint8_pass(g: GraphBuilder, x: Any, axis: int, table: rs.Table, n_out: int) -> Any:
-    """One pass of ``ImagingResampleHorizontal_8bpc`` / ``Vertical_8bpc``: int32 sum of pixel times 22-bit
-    weight, plus ``1 << 21``, then ``clip8``: ``>> 22`` clamped to 0..255."""
-    coef = rs.fixed_point(table.weight)
-    total = rs.apply(g, x, axis, 4, rs.Table(table.index, coef, table.taps), n_out, rs.INT32)
-    total = g.op("Add", total, g.const(np.int32(1 << 21), "half"), dtype=rs.INT32)
-    total = g.op("Clip", total, g.const(np.int32(0), "lo"), g.const(np.int32(255 << 22), "hi"), dtype=rs.INT32)
-    total = g.op("Div", total, g.const(np.int32(1 << 22), "unit"), dtype=rs.INT32)
+def _uint8_pass(g: GraphBuilder, x: Any, axis: int, table: rs.Table, n_out: int, bits: Val) -> Any:
+    """One uint8 pass of Pillow's ``ImagingResampleHorizontal_8bpc`` / ``Vertical_8bpc`` (``bits`` = 22) or
+    torch's uint8 kernels (``bits`` = its weights precision): the int32 sum of pixel times fixed-point weight,
+    plus ``1 << (bits - 1)``, shifted right by ``bits`` and clamped to 0..255 (``clip8``)."""
+    unit = Val(g, g.op("Pow", g.const(np.float64(2.0), "two"), bits.cast(rs.DOUBLE).value, dtype=rs.DOUBLE),
+               rs.DOUBLE)
+    unit = unit.cast(rs.INT32)
+    half = Val(g, g.op("Div", unit.value, g.const(np.int32(2), "two32"), dtype=rs.INT32), rs.INT32)
+    total = rs.apply(g, x, axis, 4, table, n_out, rs.INT32)
+    total = g.op("Add", total, half.value, dtype=rs.INT32)
+    top = g.op("Mul", unit.value, g.const(np.int32(255), "max8"), dtype=rs.INT32)
+    total = g.op("Clip", total, g.const(np.int32(0), "lo"), top, dtype=rs.INT32)
+    total = g.op("Div", total, unit.value, dtype=rs.INT32)
     return g.op("Cast", total, to=UINT8, dtype=UINT8)
 
 

@@ -37,6 +37,8 @@ class Table:
     index: Val
     weight: Val
     taps: Val
+    #: for averages that divide after summing (torch's area mode): the count per output, ``[out, 1]``
+    count: Val | None = None
 
 
 def size_of(g: GraphBuilder, x: ir.Value, axis: int) -> Val:
@@ -50,6 +52,11 @@ def arange(n: Val) -> Val:
     g = n.g
     return Val(g, g.op("Range", g.const(np.int64(0), "zero"), n.value, g.const(np.int64(1), "one"), dtype=INT64),
                INT64)
+
+
+def const_int(g: GraphBuilder, value: int) -> Val:
+    """A 0-d int64 constant."""
+    return Val(g, g.const(np.int64(value), "int"), INT64)
 
 
 def column(v: Val) -> Val:
@@ -87,14 +94,15 @@ def _filter(kind: str, x: Val) -> Val:
     raise ValueError(kind)
 
 
-def antialias_table(n_in: Val, n_out: int, kind: str) -> Table:
+def antialias_table(n_in: Val, n_out: int, kind: str, form: str = "pil") -> Table:
     """Pillow's ``precompute_coeffs`` (Pillow 13.0 ``src/libImaging/Resample.c``; torch 2.13's
     ``_compute_indices_min_size_weights_aa`` is the same algorithm): the filter stretched by the downscaling
     factor, normalized per output pixel; weights double.
 
     ``center = (i + 0.5) * scale``, ``xmin = max((int)(center - support + 0.5), 0)``, ``xmax = min((int)(center +
     support + 0.5), in) - xmin``, ``w_j = filter((j + xmin - center + 0.5) / filterscale)`` for ``j < xmax``,
-    divided by their sum (taken in order, as Pillow's loop does: a ``CumSum``).
+    divided by their sum (taken in order, as Pillow's loop does: a ``CumSum``). ``form="torch"`` writes the
+    bicubic filter as torch's ``aa_filter<double>`` does (``cubic_convolution1/2``, the same function).
     """
     g = n_in.g
     fin = n_in.cast(DOUBLE)
@@ -107,7 +115,8 @@ def antialias_table(n_in: Val, n_out: int, kind: str) -> Table:
     xmin = maximum(_trunc(center - support + 0.5), 0)
     xmax = minimum(_trunc(center + support + 0.5), n_in) - xmin
     k = row(arange(taps))
-    w = _filter(kind, ((k + xmin).cast(DOUBLE) - center + 0.5) * ss)
+    x = ((k + xmin).cast(DOUBLE) - center + 0.5) * ss
+    w = _torch_filter(kind, x, -0.5) if form == "torch" else _filter(kind, x)
     w = where(k < xmax, w, 0.0)
     total = Val(g, g.op("CumSum", w.value, g.const(np.int64(1), "axis"), dtype=DOUBLE), DOUBLE)
     total = Val(g, g.op("Gather", total.value, (taps - 1).value, axis=1, dtype=DOUBLE), DOUBLE)
@@ -211,6 +220,14 @@ def torch_cubic_table(n_in: Val, n_out: int, a: float = -0.75) -> Table:
     return Table(index, weight, Val(g, g.const(np.int64(4), "four"), INT64))
 
 
+def _torch_filter(kind: str, x: Val, a: float) -> Val:
+    # HelperInterpLinear / HelperInterpCubic::aa_filter
+    ax = abs(x)
+    if kind == "bilinear":
+        return where(ax < 1.0, 1.0 - ax, 0.0)
+    return where(ax < 1.0, _cc1(ax, a), where(ax < 2.0, _cc2(ax, a), 0.0))
+
+
 def torch_antialias_table(n_in: Val, n_out: int, kind: str) -> Table:
     """``antialias=True`` (``_compute_index_ranges_weights`` / ``_compute_indices_min_size_weights_aa``,
     torch 2.13): Pillow's algorithm, computed in float32 where torch stores float32 (scale, center, support,
@@ -229,21 +246,63 @@ def torch_antialias_table(n_in: Val, n_out: int, kind: str) -> Table:
     xmax = minimum(_trunc((center + support).cast(DOUBLE) + 0.5), n_in) - xmin
     k = row(arange(taps))
     x = (((k + xmin).cast(FLOAT) - center).cast(DOUBLE) + 0.5) * invscale.cast(DOUBLE)
-    ax = abs(x.cast(FLOAT))
-    if kind == "bilinear":
-        w = where(ax < 1.0, 1.0 - ax, 0.0)
-    else:
-        w = where(ax < 1.0, _cc1(ax, -0.5), where(ax < 2.0, _cc2(ax, -0.5), 0.0))
-    w = where(k < xmax, w, 0.0)
+    w = where(k < xmax, _torch_filter(kind, x.cast(FLOAT), -0.5), 0.0)
     total = Val(g, g.op("CumSum", w.value, g.const(np.int64(1), "axis"), dtype=FLOAT), FLOAT)
     total = column(Val(g, g.op("Gather", total.value, (taps - 1).value, axis=1, dtype=FLOAT), FLOAT))
     w = where(total != 0.0, w / where(total != 0.0, total, 1.0), w)
     return Table(minimum(k + xmin, n_in - 1), w, taps)
 
 
+def torch_uint8_table(n_in: Val, n_out: int, kind: str, antialias: bool) -> tuple[Table, Val]:
+    """torch's uint8 kernels (``_compute_index_ranges_int16_weights``, torch 2.13 ``UpSampleKernel.cpp``):
+    weights in double, then int16 fixed point with ``precision`` bits, the largest (< 22) for which the
+    largest weight still fits in 15 bits; returns the table (int64 weights) and ``precision`` (0-d int64).
+
+    antialias: Pillow's algorithm with torch's filters (:func:`antialias_table`). No antialias
+    (``_compute_indices_min_size_weights``): the float path's source index and lambda in double, ``K`` = 2 / 4
+    taps ``filter(j + 1 - K/2 - lambda)`` (bicubic ``a = -0.75``) starting at ``i0 - K/2 + 1``; taps outside
+    the image add their weight to the first / last tap inside it, in order.
+    """
+    g = n_in.g
+    if antialias:
+        table = antialias_table(n_in, n_out, kind, form="torch")
+    else:
+        taps = 2 if kind == "bilinear" else 4
+        half = taps // 2
+        scale = n_in.cast(DOUBLE) / float(n_out)
+        src = column(_outputs(g, n_out).cast(DOUBLE) + 0.5) * scale - 0.5
+        src = src if kind == "bicubic" else maximum(src, 0.0)
+        i0 = minimum(src.floor().cast(INT64), n_in - 1)
+        lam = minimum(maximum(src - i0.cast(DOUBLE), 0.0), 1.0)
+        lo = i0 - half + 1
+        first = maximum(lo, 0)
+        size = minimum(lo + taps, n_in) - first
+        weights = [_torch_filter(kind, lam * 0.0 + float(j + 1 - half) - lam, -0.75) for j in range(taps)]
+        # where tap j lands among the taps kept (wt_ptr[w_index] += w)
+        lands = [minimum(maximum(lo + j, 0), n_in - 1) - first for j in range(taps)]
+        merged = []
+        for p in range(taps):
+            acc = lam * 0.0
+            for j in range(taps):
+                acc = acc + where(lands[j] == p, weights[j], 0.0)
+            merged.append(where(size > p, acc, 0.0))
+        table = Table(minimum(_concat([first + p for p in range(taps)]), n_in - 1), _concat(merged),
+                      Val(g, g.const(np.int64(taps), "taps"), INT64))
+    wt_max = Val(g, g.op("ReduceMax", table.weight.value, keepdims=0, dtype=DOUBLE), DOUBLE)
+    trials = Val(g, g.const(2.0 ** np.arange(1, 23, dtype=np.float64), "trials"), DOUBLE)
+    fits = ((wt_max * trials + 0.5).floor() < float(1 << 15)).cast(INT64)
+    # the loop stops at the first precision that does not fit; fitting is monotone, so that is the count
+    precision = Val(g, g.op("ReduceSum", fits.value, keepdims=0, dtype=INT64), INT64)
+    unit = Val(g, g.op("Pow", g.const(np.float64(2.0), "two"), precision.cast(DOUBLE).value, dtype=DOUBLE), DOUBLE)
+    v = table.weight * unit
+    coef = where(v < 0.0, (v - 0.5).unary("Ceil"), (v + 0.5).floor()).cast(INT64)
+    return Table(table.index, coef, table.taps), precision
+
+
 def torch_area_table(n_in: Val, n_out: int) -> Table:
     """``mode="area"`` (``adaptive_avg_pool2d``): output ``i`` averages inputs ``floor(i * in / out)`` up to
-    ``ceil((i + 1) * in / out)`` (``start_index`` / ``end_index``, integer arithmetic)."""
+    ``ceil((i + 1) * in / out)`` (``start_index`` / ``end_index``, integer arithmetic). torch sums the window
+    and divides (``sum / kh / kw``): the weights are 1 and ``count`` holds the divisor."""
     g = n_in.g
     i = column(_outputs(g, n_out))
     start = (i * n_in) // n_out
@@ -251,8 +310,8 @@ def torch_area_table(n_in: Val, n_out: int) -> Table:
     count = end - start
     taps = (n_in + (n_out - 1)) // n_out + 1
     k = row(arange(taps))
-    weight = where(k < count, 1.0 / count.cast(DOUBLE), 0.0)
-    return Table(minimum(k + start, n_in - 1), weight, taps)
+    weight = where(k < count, 1.0, 0.0)
+    return Table(minimum(k + start, n_in - 1), weight, taps, count.cast(DOUBLE))
 
 
 def _concat(parts: list[Val]) -> Val:
