@@ -38,7 +38,7 @@ def describe(model: Any, *, trusted: bool = False) -> dict:
     proto = load_model(model, trusted=trusted)
     fields, others = meta.decode({p.key: p.value for p in proto.metadata_props})
     graph_inputs = {i.name: i for i in proto.graph.input}
-    if "inputs" in fields:
+    if fields.get("inputs"):  # a media model (onegraph.media) has no columns: its tensor input is listed
         specs = [ColumnSpec.from_dict(d) for d in fields["inputs"]]
     else:
         specs = []
