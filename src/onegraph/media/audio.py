@@ -181,27 +181,27 @@ class MelSpectrogram(AudioStep):
                  fmax: float | None = None, htk: bool = False, norm: str | None = "slaney", power: float = 2.0,
                  center: bool = True, pad_mode: str = "constant", window: str = "hann",
                  win_length: int | None = None) -> None:
-        self.spectrogram = Spectrogram(n_fft, hop_length, win_length, window=window, center=center, pad_mode=pad_mode,
+        self._spec = Spectrogram(n_fft, hop_length, win_length, window=window, center=center, pad_mode=pad_mode,
                                        power=power)
         self.sample_rate = _positive("sample_rate", sample_rate, "MelSpectrogram")
         self.n_mels = _positive("n_mels", n_mels, "MelSpectrogram")
         self.fmin, self.fmax, self.htk, self.norm = float(fmin), fmax, bool(htk), norm
-        self._bank = filters.mel(self.sample_rate, self.spectrogram.n_fft, self.n_mels, self.fmin, fmax, self.htk, norm)
+        self._bank = filters.mel(self.sample_rate, self._spec.n_fft, self.n_mels, self.fmin, fmax, self.htk, norm)
 
     def describe(self) -> dict:
-        spec = {k: v for k, v in self.spectrogram.describe().items() if k not in ("step", "match")}
+        spec = {k: v for k, v in self._spec.describe().items() if k not in ("step", "match")}
         return {**super().describe(), **spec}
 
     def emit(self, g: GraphBuilder, t: Tensor) -> Tensor:
         _same_rate(self, t)
-        spec = self.spectrogram.emit(g, t)
+        spec = self._spec.emit(g, t)
         mel = g.op("MatMul", g.const(self._bank, "mel"), spec.value, dtype=FLOAT)
         return spec.with_value(mel, rows=self.n_mels)
 
     def reference(self, x: np.ndarray, layout: str) -> np.ndarray:
         import librosa
 
-        s = self.spectrogram
+        s = self._spec
         return librosa.feature.melspectrogram(
             y=x, sr=self.sample_rate, n_fft=s.n_fft, hop_length=s.hop_length, win_length=s.win_length, window=s.window,
             center=s.center, pad_mode=s.pad_mode, power=s.power, n_mels=self.n_mels, fmin=self.fmin, fmax=self.fmax,
