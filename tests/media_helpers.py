@@ -12,6 +12,18 @@ from onegraph.runtime.session import Session
 from onegraph.verify.portable import portability_problems
 
 SPEECH = pathlib.Path(__file__).parent / "data" / "speech"
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def examples(folder: str, module: str):
+    """``examples/<folder>/<module>.py`` imported (the examples are scripts, not a package)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"examples_{folder}_{module}",
+                                                  ROOT / "examples" / folder / f"{module}.py")
+    loaded = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loaded)
+    return loaded
 
 
 @functools.cache

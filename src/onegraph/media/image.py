@@ -121,8 +121,18 @@ class Resize(ImageStep):
         if work != t.dtype:
             x = g.op("Cast", x, to=work, dtype=work)
         counts = []
+        if not nearest:
+            # both passes gather along axis 0, so a tap is one contiguous block and its weight one scalar per
+            # block: onnxruntime broadcasts that fast (along an inner axis it walks spans of 3 channels), and
+            # moving one axis to the front is a fast path of its Transpose
+            x = g.op("Transpose", x, perm=[2, 0, 1, 3] if t.layout == "NHWC" else [3, 0, 1, 2], dtype=work)
         # width first, then height: Pillow's and torch's order, which their uint8 rounding depends on
-        for axis, n_out in ((w_axis, self.size[1]), (h_axis, self.size[0])):
+        for i, (axis, n_out) in enumerate(((w_axis, self.size[1]), (h_axis, self.size[0]))):
+            if not nearest:
+                if i == 1:  # [W', N, H, C] or [W', N, C, H] -> [H, W', N, C]
+                    x = g.op("Transpose", x, perm=[2, 0, 1, 3] if t.layout == "NHWC" else [3, 0, 1, 2],
+                             dtype=x.dtype)
+                axis = 0
             n_in = rs.size_of(g, x, axis)
             if work == UINT8 and not nearest:
                 if self.match == "pil":
@@ -141,10 +151,13 @@ class Resize(ImageStep):
             else:
                 x = rs.apply(g, x, axis, 4, table, n_out, FLOAT)
             if table.count is not None:
-                shape = [n_out] + [1] * (3 - axis)
-                counts.append(g.op("Reshape", table.count.cast(FLOAT).value, _ints(g, shape), dtype=FLOAT))
-        for count in counts[::-1]:  # adaptive_avg_pool2d: sum / kh / kw
-            x = g.op("Div", x, count, dtype=FLOAT)
+                counts.append(g.op("Reshape", table.count.cast(FLOAT).value, _ints(g, [n_out, 1, 1, 1]), dtype=FLOAT))
+        if not nearest:
+            if counts:  # adaptive_avg_pool2d: sum / kh / kw, over [H', W', N, C]
+                w_count, h_count = counts
+                x = g.op("Div", x, h_count, dtype=FLOAT)
+                x = g.op("Div", x, g.op("Reshape", w_count, _ints(g, [1, self.size[1], 1, 1]), dtype=FLOAT), dtype=FLOAT)
+            x = g.op("Transpose", x, perm=[2, 0, 1, 3] if t.layout == "NHWC" else [2, 3, 0, 1], dtype=x.dtype)
         if work != t.dtype:  # torchvision's float path for uint8: clamp (bicubic overshoots), round, cast
             x = g.op("Clip", x, g.const(np.float32(0), "lo"), g.const(np.float32(255), "hi"), dtype=FLOAT)
             x = g.op("Cast", g.op("Round", x, dtype=FLOAT), to=UINT8, dtype=UINT8)

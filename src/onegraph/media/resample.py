@@ -326,19 +326,21 @@ def apply(g: GraphBuilder, x: ir.Value, axis: int, rank: int, table: Table, n_ou
     (``x`` and the weights are cast to it once); ``x``'s ``axis`` becomes ``n_out`` long."""
     xs = x if x.dtype == dtype else g.op("Cast", x, to=dtype, dtype=dtype)
     weight = table.weight if table.weight.dtype == dtype else table.weight.cast(dtype)
-    shape = g.op("Shape", xs, dtype=INT64)
-    shape = g.op("ScatterElements", shape, g.const(np.array([axis], np.int64), "axis"),
-                 g.const(np.array([n_out], np.int64), "n_out"), axis=0, dtype=INT64)
-    zero = ir.tensor(np.zeros(1, dtype=ir.DataType(dtype).numpy()))
-    start = g.op("ConstantOfShape", shape, value=zero, dtype=dtype)
     trailing = g.const(np.array([n_out] + [1] * (rank - 1 - axis), np.int64), "tap_shape")
+
+    def tap(i: ir.Value) -> ir.Value:
+        idx = g.op("Gather", table.index.value, i, axis=1, dtype=INT64)
+        w = g.op("Reshape", g.op("Gather", weight.value, i, axis=1, dtype=dtype), trailing, dtype=dtype)
+        return g.op("Mul", g.op("Gather", xs, idx, axis=axis, dtype=dtype), w, dtype=dtype)
+
+    start = tap(g.const(np.int64(0), "zero"))  # the first tap starts the sum (no zeros to fill)
     i = ir.Value(name=g.unique("tap"), type=ir.TensorType(INT64), shape=ir.Shape([]))
     cond = ir.Value(name=g.unique("cond"), type=ir.TensorType(BOOL), shape=ir.Shape([]))
     acc = ir.Value(name=g.unique("acc"), type=ir.TensorType(dtype))
     with g.subgraph("taps", [i, cond, acc]) as body:
-        idx = g.op("Gather", table.index.value, i, axis=1, dtype=INT64)
-        w = g.op("Reshape", g.op("Gather", weight.value, i, axis=1, dtype=dtype), trailing, dtype=dtype)
-        taken = g.op("Gather", xs, idx, axis=axis, dtype=dtype)
         body.outputs.extend([g.op("Identity", cond, dtype=BOOL),
-                             g.op("Add", acc, g.op("Mul", taken, w, dtype=dtype), dtype=dtype)])
-    return g.op("Loop", table.taps.value, None, start, body=body, dtype=dtype)
+                             g.op("Add", acc, tap(g.op("Add", i, g.const(np.int64(1), "one"), dtype=INT64)),
+                                  dtype=dtype)])
+    rest = g.op("Sub", table.taps.value, g.const(np.int64(1), "one"), dtype=INT64)
+    return g.op("Loop", rest, None, start, body=body, dtype=dtype)
+
