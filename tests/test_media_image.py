@@ -56,6 +56,21 @@ def test_torchvision(mode, antialias, size):
     np.testing.assert_array_equal(run(ImagePipeline([step]), photos()), step.reference(photos(), "NHWC"))
 
 
+@pytest.mark.parametrize("size", SIZES + [(150, 225)])
+def test_opencv(size):
+    nearest = im.Resize(size, "nearest", match="opencv")
+    np.testing.assert_array_equal(run(ImagePipeline([nearest]), photos()), nearest.reference(photos(), "NHWC"))
+    x = float_photos()
+    np.testing.assert_array_equal(run(ImagePipeline([nearest], dtype="float32"), x), nearest.reference(x, "NCHW"))
+    linear = im.Resize(size, "bilinear", match="opencv")
+    got = run(ImagePipeline([linear]), photos()).astype(int)
+    diff = np.abs(got - linear.reference(photos(), "NHWC").astype(int))
+    if size[0] <= 300 and size[1] <= 451:  # downscales: OpenCV's SIMD height pass, bit for bit
+        assert diff.max() == 0
+    else:  # upscales: OpenCV rounds some pixels on another path (it is not bit-exact, see INTER_LINEAR_EXACT)
+        assert diff.max() <= 1 and diff.mean() < 1e-3
+
+
 @pytest.mark.parametrize("size", [(200, 300), (301, 460), (120, 451)])
 def test_center_crop(size):
     step = im.CenterCrop(size)  # smaller, larger (zero padded), and mixed
@@ -108,6 +123,8 @@ def test_steps_compose_pil_order():
     (lambda: im.Resize((10, 10), "bilinear", antialias=False), "always antialiases"),
     (lambda: im.Resize((10, 10), "nearest", antialias=True, match="torchvision"), "no antialias"),
     (lambda: im.Resize((10, 10), match="opencv2"), "match='opencv2'"),
+    (lambda: im.Resize((10, 10), "bicubic", match="opencv"), "interpolation='bicubic'"),
+    (lambda: im.Resize((10, 10), antialias=True, match="opencv"), "does not antialias"),
     (lambda: im.Resize(10), "size=10"),
     (lambda: im.Resize((0, 5)), "positive"),
     (lambda: im.Pad((1, 2)), "four"),
@@ -120,6 +137,8 @@ def test_bad_parameters_name_them(make, words):
 
 
 def test_steps_that_do_not_fit():
+    with pytest.raises(ConfigError, match="takes uint8 images"):
+        ImagePipeline([im.Resize((8, 8), match="opencv")], dtype="float32").to_onnx()
     with pytest.raises(ConfigError, match="add ToFloat"):
         ImagePipeline([im.ToCHW(), im.Normalize([0.5] * 3, [0.5] * 3)]).to_onnx()
     with pytest.raises(ConfigError, match="takes NCHW"):

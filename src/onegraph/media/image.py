@@ -18,6 +18,9 @@ Resize torchvision, float  1e-5   torch's float32 kernels; the graph computes th
                                   in double (float32 rounding, a few ulps per pass)
 Resize torchvision, uint8  1      torch's native uint8 kernels use int16 fixed-point weights; the graph
                                   rounds its float32 result (as torchvision's float path does)
+Resize opencv bilinear,     1     OpenCV's INTER_LINEAR is not bit-exact across its own code paths (hence its
+uint8                             INTER_LINEAR_EXACT): the graph follows its SIMD height pass (11-bit weights,
+                                  shifts by 4, 16, 2), equal on the downscales tested, within 1 on upscales
 Resize nearest, any        exact  a copy of input pixels: the indices are computed as each library does
 CenterCrop, Pad, ToCHW,    exact  copies
 ToHWC, ColorConvert BGR
@@ -43,6 +46,7 @@ from onegraph.media.tensor import IMAGE_LAYOUTS, UINT8, Step, Tensor, choice, po
 INTERPOLATIONS = {
     "pil": ("nearest", "bilinear", "bicubic", "area"),
     "torchvision": ("nearest", "nearest-exact", "bilinear", "bicubic", "area"),
+    "opencv": ("nearest", "bilinear"),
 }
 _PIL_FILTERS = {"bilinear": "bilinear", "bicubic": "bicubic", "area": "box"}
 
@@ -67,7 +71,8 @@ class Resize(ImageStep):
     antialias: torchvision: filter when downscaling (default True for bilinear / bicubic, as torchvision 0.17+;
         False gives ``interpolate(..., antialias=False)``). Pillow always filters: only None / True.
     match: ``"pil"`` (``Image.resize(size[::-1], resample=...)``, per channel, mode "L" / "RGB" for uint8,
-        "F" for float32) or ``"torchvision"`` (``torchvision.transforms.v2.functional.resize`` on tensors,
+        "F" for float32), ``"opencv"`` (``cv2.resize(img, size[::-1], interpolation=INTER_NEAREST / INTER_LINEAR)``,
+        OpenCV 5; bilinear on uint8 only) or ``"torchvision"`` (``torchvision.transforms.v2.functional.resize`` on tensors,
         i.e. ``torch.nn.functional.interpolate(x, size, mode, align_corners=False, antialias=...)``; tested
         against interpolate, torchvision itself is not installable beside torch 2.13).
 
@@ -87,17 +92,22 @@ class Resize(ImageStep):
         self.size = positive_ints("size", size, 2, what)
         self.interpolation = choice("interpolation", interpolation, INTERPOLATIONS[match], what)
         filtered = interpolation in ("bilinear", "bicubic")
+        if match == "opencv" and antialias:
+            raise ConfigError(f"{what}: cv2.resize does not antialias (antialias=True)",
+                              hint="leave antialias unset, or use match='pil' / 'torchvision'")
         if match == "pil" and antialias is False and interpolation != "nearest":
             raise ConfigError(f"{what}: Pillow always antialiases {interpolation} (antialias=False)",
                               hint="leave antialias unset, or use match='torchvision' for antialias=False")
         if antialias and not filtered:
             raise ConfigError(f"{what}: interpolation={interpolation!r} has no antialias filter (antialias=True)",
                               hint="leave antialias unset for nearest and area")
-        self.antialias = (antialias is not False) if filtered else False
+        self.antialias = (antialias is not False) if filtered and match != "opencv" else False
 
     # the tables of one axis, for this library and mode
     def _table(self, n_in: Val, n_out: int) -> rs.Table:
         mode = self.interpolation
+        if self.match == "opencv":
+            return rs.opencv_nearest_table(n_in, n_out) if mode == "nearest" else rs.opencv_linear_table(n_in, n_out)
         if self.match == "pil":
             if mode == "nearest":
                 return rs.pil_nearest_table(n_in, n_out)
@@ -115,6 +125,11 @@ class Resize(ImageStep):
         h_axis, w_axis = t.spatial_axes
         x = t.value
         nearest = self.interpolation.startswith("nearest")
+        if self.match == "opencv" and not nearest:
+            if t.dtype != UINT8:  # its float SIMD path differs from the scalar formula by up to ~1e-5 of the range
+                raise ConfigError("Resize(match='opencv', interpolation='bilinear') takes uint8 images",
+                                  hint="resize before ToFloat, or use match='pil' / 'torchvision' for float32 images")
+            return t.with_value(_opencv_linear_uint8(g, x, t, self.size))
         # torchvision sends uint8 to torch's own uint8 kernels for bilinear / bicubic, area through float32
         native = nearest or self.match == "pil" or (t.dtype == UINT8 and self.interpolation != "area")
         work = t.dtype if native else FLOAT
@@ -166,6 +181,14 @@ class Resize(ImageStep):
     def reference(self, x: np.ndarray, layout: str) -> np.ndarray:
         if self.match == "pil":
             return _pil_resize(x, self.size, self.interpolation, layout)
+        if self.match == "opencv":
+            import cv2
+
+            flag = cv2.INTER_NEAREST if self.interpolation == "nearest" else cv2.INTER_LINEAR
+            nhwc = x.transpose(0, 2, 3, 1) if layout == "NCHW" else x
+            y = np.stack([cv2.resize(np.ascontiguousarray(img), self.size[::-1], interpolation=flag) for img in nhwc])
+            y = y.reshape(y.shape[:3] + (nhwc.shape[3],))  # cv2 drops a single channel
+            return y.transpose(0, 3, 1, 2) if layout == "NCHW" else y
         import torch
         import torch.nn.functional as F
 
@@ -198,6 +221,35 @@ def _uint8_pass(g: GraphBuilder, x: Any, axis: int, table: rs.Table, n_out: int,
     top = g.op("Mul", unit.value, g.const(np.int32(255), "max8"), dtype=rs.INT32)
     total = g.op("Clip", total, g.const(np.int32(0), "lo"), top, dtype=rs.INT32)
     total = g.op("Div", total, unit.value, dtype=rs.INT32)
+    return g.op("Cast", total, to=UINT8, dtype=UINT8)
+
+
+def _opencv_linear_uint8(g: GraphBuilder, x: Any, t: Tensor, size: tuple[int, int]) -> Any:
+    """``cv2.resize(INTER_LINEAR)`` on uint8: coefficients ``saturate_cast<short>(w * 2048)`` (rounded half to
+    even); the width pass keeps int sums ``S = p0 * a0 + p1 * a1``; the height pass is OpenCV's SIMD one
+    (``VResizeLinearVec_32s8u``): ``(((S0 >> 4) * b0 >> 16) + ((S1 >> 4) * b1 >> 16) + 2) >> 2``, saturated."""
+    h_axis, w_axis = t.spatial_axes
+
+    def ints(table: rs.Table) -> rs.Table:
+        coef = (table.weight * 2048.0).unary("Round").cast(INT64)
+        return rs.Table(table.index, coef, table.taps)
+
+    sums = rs.apply(g, x, w_axis, 4, ints(rs.opencv_linear_table(rs.size_of(g, x, w_axis), size[1])), size[1],
+                    rs.INT32)
+    table = ints(rs.opencv_linear_table(rs.size_of(g, sums, h_axis), size[0]))
+    shape = _ints(g, [size[0]] + [1] * (3 - h_axis))
+    parts = []
+    for k in (0, 1):
+        pick = g.const(np.int64(k), "tap")
+        rows = g.op("Gather", sums, g.op("Gather", table.index.value, pick, axis=1, dtype=INT64), axis=h_axis,
+                    dtype=rs.INT32)
+        beta = g.op("Reshape", g.op("Cast", g.op("Gather", table.weight.value, pick, axis=1, dtype=INT64), to=rs.INT32,
+                                    dtype=rs.INT32), shape, dtype=rs.INT32)
+        high = g.op("Mul", g.op("Div", rows, g.const(np.int32(16), "s4"), dtype=rs.INT32), beta, dtype=rs.INT32)
+        parts.append(g.op("Div", high, g.const(np.int32(1 << 16), "s16"), dtype=rs.INT32))
+    total = g.op("Add", g.op("Add", parts[0], parts[1], dtype=rs.INT32), g.const(np.int32(2), "two32"), dtype=rs.INT32)
+    total = g.op("Div", total, g.const(np.int32(4), "s2"), dtype=rs.INT32)
+    total = g.op("Clip", total, g.const(np.int32(0), "lo"), g.const(np.int32(255), "hi"), dtype=rs.INT32)
     return g.op("Cast", total, to=UINT8, dtype=UINT8)
 
 

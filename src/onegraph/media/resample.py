@@ -54,6 +54,13 @@ def arange(n: Val) -> Val:
                INT64)
 
 
+def reciprocal(v: Val) -> Val:
+    """``1.0 / v`` as ONNX ``Reciprocal``, never ``Div(1, v)``: onnxruntime's basic graph optimizations
+    (``DivMulFusion``) rewrite ``Mul(y, Div(1, v))`` into ``Div(y, v)``, which rounds differently from the
+    libraries' ``y * (1.0 / v)`` and moves an index across a pixel boundary now and then."""
+    return v.unary("Reciprocal")
+
+
 def const_int(g: GraphBuilder, value: int) -> Val:
     """A 0-d int64 constant."""
     return Val(g, g.const(np.int64(value), "int"), INT64)
@@ -111,7 +118,7 @@ def antialias_table(n_in: Val, n_out: int, kind: str, form: str = "pil") -> Tabl
     support = filterscale * SUPPORT[kind]
     taps = support.unary("Ceil").cast(INT64) * 2 + 1
     center = column(_outputs(g, n_out).cast(DOUBLE) + 0.5) * scale
-    ss = 1.0 / filterscale
+    ss = reciprocal(filterscale)
     xmin = maximum(_trunc(center - support + 0.5), 0)
     xmax = minimum(_trunc(center + support + 0.5), n_in) - xmin
     k = row(arange(taps))
@@ -241,7 +248,7 @@ def torch_antialias_table(n_in: Val, n_out: int, kind: str) -> Table:
     taps = support.cast(DOUBLE).unary("Ceil").cast(INT64) * 2 + 1
     pos = Val(g, g.const(np.arange(n_out, dtype=np.float32).reshape(-1, 1) + np.float32(0.5), "pos"), FLOAT)
     center = pos * scale
-    invscale = where(big, (1.0 / scale.cast(DOUBLE)).cast(FLOAT), scale * 0.0 + 1.0)
+    invscale = where(big, reciprocal(scale.cast(DOUBLE)).cast(FLOAT), scale * 0.0 + 1.0)
     xmin = maximum(_trunc((center - support).cast(DOUBLE) + 0.5), 0)
     xmax = minimum(_trunc((center + support).cast(DOUBLE) + 0.5), n_in) - xmin
     k = row(arange(taps))
@@ -297,6 +304,32 @@ def torch_uint8_table(n_in: Val, n_out: int, kind: str, antialias: bool) -> tupl
     v = table.weight * unit
     coef = where(v < 0.0, (v - 0.5).unary("Ceil"), (v + 0.5).floor()).cast(INT64)
     return Table(table.index, coef, table.taps), precision
+
+
+# -- OpenCV 5 cv::resize (modules/imgproc/src/resize.cpp) ---------------------------------------------
+def opencv_nearest_table(n_in: Val, n_out: int) -> Table:
+    """``INTER_NEAREST``: ``min(cvFloor(i * ifx), in - 1)`` with ``ifx = 1. / (out / in)`` in double (no
+    half-pixel offset: OpenCV's documented nearest)."""
+    g = n_in.g
+    ifx = reciprocal(float(n_out) / n_in.cast(DOUBLE))
+    index = minimum((_outputs(g, n_out).cast(DOUBLE) * ifx).floor().cast(INT64), n_in - 1)
+    return _single(index)
+
+
+def opencv_linear_table(n_in: Val, n_out: int) -> Table:
+    """``INTER_LINEAR`` coefficients: ``fx = (float)((i + 0.5) * scale - 0.5)``, ``sx = cvFloor(fx)``,
+    ``fx -= sx`` (float32), border taps clamped with ``fx = 0``; weights ``1 - fx``, ``fx`` (float32)."""
+    g = n_in.g
+    scale = reciprocal(float(n_out) / n_in.cast(DOUBLE))
+    fx = ((column(_outputs(g, n_out).cast(DOUBLE)) + 0.5) * scale - 0.5).cast(FLOAT)
+    sx = fx.floor()
+    fx = fx - sx
+    sx = sx.cast(INT64)
+    outside = (sx < 0) | (sx >= n_in - 1)
+    fx = where(outside, 0.0, fx)
+    sx = minimum(maximum(sx, 0), n_in - 1)
+    return Table(_concat([sx, minimum(sx + 1, n_in - 1)]), _concat([1.0 - fx, fx]),
+                 Val(g, g.const(np.int64(2), "two"), INT64))
 
 
 def torch_area_table(n_in: Val, n_out: int) -> Table:
