@@ -22,7 +22,7 @@ import onnx_ir as ir
 
 from onegraph.emit import FLOAT, GraphBuilder
 from onegraph.errors import ConfigError, ExportError
-from onegraph.media.tensor import DTYPES, IMAGE_LAYOUTS, Step, Tensor, dtype_name, numpy_dtype
+from onegraph.media.tensor import DTYPES, IMAGE_LAYOUTS, Step, Tensor, numpy_dtype
 
 #: (rtol, atol) of the parity check on features: float outputs within ``atol + rtol * max|expected|``
 FEATURE_TOLERANCE = (1e-5, 1e-4)
@@ -157,7 +157,7 @@ def check_batch(pipeline: MediaPipeline, batch: Any, what: str) -> np.ndarray:
 
 # -- build ---------------------------------------------------------------------------------------------------
 def _adapter(model: Any, classes: Any, output: str | None, features: np.ndarray | None) -> Any:
-    from onegraph.export import OnnxModel, TorchModule
+    from onegraph.export import TorchModule
     from onegraph.export.adapters.contract import Adapter
 
     if isinstance(model, Adapter):
