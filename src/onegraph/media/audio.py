@@ -25,13 +25,10 @@ import numpy as np
 from onegraph.emit import DOUBLE, FLOAT, INT64, GraphBuilder
 from onegraph.errors import ConfigError
 from onegraph.media import filters
-from onegraph.media.tensor import Step, Tensor, choice
+from onegraph.media.tensor import Step, Tensor, choice, ints
 
 _LN10 = float(np.log(10.0))
 
-
-def _ints(g: GraphBuilder, values: list[int]) -> Any:
-    return g.const(np.asarray(values, np.int64), "ints")
 
 
 def _positive(name: str, value: Any, what: str) -> int:
@@ -61,10 +58,10 @@ class FixLength(AudioStep):
     def emit(self, g: GraphBuilder, t: Tensor) -> Tensor:
         self.check(t)
         length = g.op("Shape", t.value, start=1, end=2, dtype=INT64)
-        short = g.op("Max", g.op("Sub", _ints(g, [self.size]), length, dtype=INT64), _ints(g, [0]), dtype=INT64)
-        pads = g.op("Concat", _ints(g, [0, 0, 0]), short, axis=0, dtype=INT64)
+        short = g.op("Max", g.op("Sub", ints(g, [self.size]), length, dtype=INT64), ints(g, [0]), dtype=INT64)
+        pads = g.op("Concat", ints(g, [0, 0, 0]), short, axis=0, dtype=INT64)
         x = g.op("Pad", t.value, pads, mode="constant", dtype=t.dtype)
-        x = g.op("Slice", x, _ints(g, [0]), _ints(g, [self.size]), _ints(g, [1]), dtype=t.dtype)
+        x = g.op("Slice", x, ints(g, [0]), ints(g, [self.size]), ints(g, [1]), dtype=t.dtype)
         return t.with_value(x)
 
     def reference(self, x: np.ndarray, layout: str) -> np.ndarray:
@@ -120,14 +117,14 @@ class Spectrogram(AudioStep):
         x = t.value
         if self.center:
             half = self.n_fft // 2
-            x = g.op("Pad", x, _ints(g, [0, half, 0, half]), mode=self.pad_mode, dtype=FLOAT)
+            x = g.op("Pad", x, ints(g, [0, half, 0, half]), mode=self.pad_mode, dtype=FLOAT)
         length = g.op("Shape", x, start=1, end=2, dtype=INT64)
-        frames = g.op("Add", g.op("Div", g.op("Sub", length, _ints(g, [self.n_fft]), dtype=INT64),
-                                  _ints(g, [self.hop_length]), dtype=INT64), _ints(g, [1]), dtype=INT64)
+        frames = g.op("Add", g.op("Div", g.op("Sub", length, ints(g, [self.n_fft]), dtype=INT64),
+                                  ints(g, [self.hop_length]), dtype=INT64), ints(g, [1]), dtype=INT64)
         starts = g.op("Range", g.const(np.int64(0), "zero"),
                       g.op("Mul", g.op("Squeeze", frames, dtype=INT64), g.const(np.int64(self.hop_length), "hop"),
                            dtype=INT64), g.const(np.int64(self.hop_length), "hop"), dtype=INT64)
-        index = g.op("Add", g.op("Unsqueeze", starts, _ints(g, [1]), dtype=INT64),
+        index = g.op("Add", g.op("Unsqueeze", starts, ints(g, [1]), dtype=INT64),
                      g.const(np.arange(self.n_fft, dtype=np.int64)[None, :], "offsets"), dtype=INT64)
         framed = g.op("Gather", x, index, axis=1, dtype=FLOAT)  # [N, frames, n_fft]
         power = self.power_frames(g, framed)
@@ -143,7 +140,7 @@ class Spectrogram(AudioStep):
         basis = filters.dft(self.n_fft, filters.window(self.window, self.win_length, self.n_fft), np.float64)
         frames64 = g.op("Cast", framed, to=DOUBLE, dtype=DOUBLE)
         spec = g.op("MatMul", frames64, g.const(basis, "dft"), dtype=DOUBLE)  # [N, frames, 2F]
-        re, im = g.op("Split", spec, _ints(g, [self.bins, self.bins]), axis=2, outputs=2)
+        re, im = g.op("Split", spec, ints(g, [self.bins, self.bins]), axis=2, outputs=2)
         power = g.op("Add", g.op("Mul", re, re, dtype=DOUBLE), g.op("Mul", im, im, dtype=DOUBLE), dtype=DOUBLE)
         return g.op("Sqrt", power, dtype=DOUBLE) if self.power == 1.0 else power
 
@@ -216,7 +213,7 @@ def _same_rate(step: Step, t: Tensor) -> None:
 
 
 def _per_clip_max(g: GraphBuilder, x: Any) -> Any:
-    return g.op("ReduceMax", x, _ints(g, [1, 2]), keepdims=1, dtype=FLOAT)
+    return g.op("ReduceMax", x, ints(g, [1, 2]), keepdims=1, dtype=FLOAT)
 
 
 class PowerToDB(Step):
@@ -321,7 +318,7 @@ class WhisperLogMel(AudioStep):
         spec = self._spec.emit(g, t)
         bank = filters.mel(self.sample_rate, self.n_fft, self.n_mels, 0.0, 8000.0, False, "slaney")
         mel = g.op("MatMul", g.const(bank, "mel"), spec.value, dtype=FLOAT)
-        mel = g.op("Slice", mel, _ints(g, [0]), _ints(g, [self.frames]), _ints(g, [2]), dtype=FLOAT)
+        mel = g.op("Slice", mel, ints(g, [0]), ints(g, [self.frames]), ints(g, [2]), dtype=FLOAT)
         log = g.op("Mul", g.op("Log", g.op("Max", mel, g.const(np.float32(1e-10), "floor"), dtype=FLOAT), dtype=FLOAT),
                    g.const(np.float32(1.0 / _LN10), "log10"), dtype=FLOAT)
         log = g.op("Max", log, g.op("Sub", _per_clip_max(g, log), g.const(np.float32(8.0), "range"), dtype=FLOAT),

@@ -18,11 +18,8 @@ import onnx_ir as ir
 
 from onegraph.emit import FLOAT, INT64, GraphBuilder
 from onegraph.errors import ConfigError
-from onegraph.media.tensor import Tensor, positive_ints
+from onegraph.media.tensor import Tensor, ints, positive_ints
 
-
-def _ints(g: GraphBuilder, values: list[int]) -> Any:
-    return g.const(np.asarray(values, np.int64), "ints")
 
 
 class BoxPostprocess:
@@ -55,12 +52,12 @@ class BoxPostprocess:
                     axis=0, dtype=INT64)  # (W, H) of the originals
         size = g.op("Cast", size, to=FLOAT, dtype=FLOAT)
         factor = g.op("Div", size, g.const(np.asarray(self.from_size[::-1], np.float32), "from_wh"), dtype=FLOAT)
-        factor4 = g.op("Tile", factor, _ints(g, [2]), dtype=FLOAT)  # (W/w, H/h, W/w, H/h)
+        factor4 = g.op("Tile", factor, ints(g, [2]), dtype=FLOAT)  # (W/w, H/h, W/w, H/h)
         scaled = g.op("Mul", boxes, factor4, dtype=FLOAT)
-        upper = g.op("Tile", size, _ints(g, [2]), dtype=FLOAT)
+        upper = g.op("Tile", size, ints(g, [2]), dtype=FLOAT)
         clipped = g.op("Min", g.op("Max", scaled, g.const(np.float32(0), "zero"), dtype=FLOAT), upper, dtype=FLOAT)
-        per_class = g.op("Unsqueeze", scores, _ints(g, [1]), dtype=FLOAT)  # [N, 1, B]: one class
-        selected = g.op("NonMaxSuppression", clipped, per_class, _ints(g, [self.max_boxes]),
+        per_class = g.op("Unsqueeze", scores, ints(g, [1]), dtype=FLOAT)  # [N, 1, B]: one class
+        selected = g.op("NonMaxSuppression", clipped, per_class, ints(g, [self.max_boxes]),
                         g.const(np.array([self.iou_threshold], np.float32), "iou"),
                         g.const(np.array([self.score_threshold], np.float32), "score"), center_point_box=0,
                         dtype=INT64)

@@ -105,6 +105,17 @@ class Step:
         return f"{type(self).__name__}({params})"
 
 
+class ImageStep(Step):
+    """A step taking images in either layout."""
+
+    takes = IMAGE_LAYOUTS
+
+
+def ints(g: GraphBuilder, values: list[int]) -> ir.Value:
+    """An int64 1-D constant (shapes, axes, pads)."""
+    return g.const(np.asarray(values, np.int64), "ints")
+
+
 def _plain(v: Any) -> Any:
     if isinstance(v, (tuple, list)):
         return [_plain(x) for x in v]
