@@ -1,4 +1,4 @@
-"""Image transformers: resize, crop, pad, normalize, dtype and layout changes, colour conversion.
+"""Image transformers: resize (:mod:`.resize`), crop, pad, normalize, dtype and layout changes, colour.
 
 Each class emits its ONNX nodes (:meth:`emit`) and computes the same thing with the library it names
 (:meth:`reference`: Pillow 13, torch 2.13's ``torch.nn.functional`` — what torchvision's tensor transforms
@@ -14,10 +14,10 @@ Resize pil, uint8          exact  Pillow's own integer arithmetic: 22-bit fixed-
                                   horizontal pass rounded to uint8 before the vertical one
 Resize pil, float32        1e-5   Pillow's mode "F": double sums stored as float32 after each pass; the graph's
                                   sums run in another order (float32 rounding of the stored values)
-Resize torchvision, float  1e-5   torch's float32 kernels; the graph computes the same taps in float32, tables
-                                  in double (float32 rounding, a few ulps per pass)
-Resize torchvision, uint8  1      torch's native uint8 kernels use int16 fixed-point weights; the graph
-                                  rounds its float32 result (as torchvision's float path does)
+Resize torchvision, float  1e-5   torch's float32 kernels; the graph computes its tables in float32 as its
+                                  C++ does (one FMA included), sums in float32: a few ulps per pass remain
+Resize torchvision, uint8  exact  torch's uint8 kernels: double weights to int16 with the precision torch
+                                  computes, uint8 between passes; area through float32 (sum / kh / kw), rounded
 Resize opencv bilinear,     1     OpenCV's INTER_LINEAR is not bit-exact across its own code paths (hence its
 uint8                             INTER_LINEAR_EXACT): the graph follows its SIMD height pass (11-bit weights,
                                   shifts by 4, 16, 2), equal on the downscales tested, within 1 on upscales
