@@ -114,3 +114,14 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def test_show_a_model_built_elsewhere(cli):
+    """A model onegraph did not build has no input schema: its graph inputs are listed with their types."""
+    from onegraph.inspect import describe
+
+    model = Path(__file__).parent / "data" / "digits-cnn.onnx"
+    info = describe(model)
+    assert [(i["kind"], i["onnx_type"]) for i in info["inputs"]] == [("?", "float32")]
+    done = cli("show", str(model))
+    assert done.returncode == 0 and "float32" in done.stdout, done.stderr

@@ -40,19 +40,16 @@ def describe(model: Any, *, trusted: bool = False) -> dict:
     proto = load_model(model, trusted=trusted)
     fields, others = meta.decode({p.key: p.value for p in proto.metadata_props})
     graph_inputs = {i.name: i for i in proto.graph.input}
-    if "inputs" in fields:
-        specs = [ColumnSpec.from_dict(d) for d in fields["inputs"]]
-    else:
-        specs = []
-        for i in proto.graph.input:
-            elem, _ = _type(i)
-            specs.append(ColumnSpec(i.name, "?", elem, source_dtype=elem))
+    if fields.get("inputs"):  # a media model (onegraph.media) has no columns: its tensor input is listed
+        entries = [ColumnSpec.from_dict(d).to_dict() for d in fields["inputs"]]
+    else:  # a model built elsewhere: its inputs as the graph types them (not a column schema)
+        entries = [{"name": i.name, "kind": "?", "onnx_type": elem, "source_dtype": elem}
+                   for i in proto.graph.input for elem in [_type(i)[0]]]
     inputs = []
-    for s in specs:
-        entry = s.to_dict()
-        entry["missing"] = _MISSING.get(s.onnx_type, "?")
-        if s.name in graph_inputs:
-            entry["shape"] = _type(graph_inputs[s.name])[1]
+    for entry in entries:
+        entry["missing"] = _MISSING.get(entry["onnx_type"], "?")
+        if entry["name"] in graph_inputs:
+            entry["shape"] = _type(graph_inputs[entry["name"]])[1]
         inputs.append(entry)
     roles = {o["name"]: o for o in fields.get("outputs", [])}
     outputs = []

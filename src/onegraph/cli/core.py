@@ -157,7 +157,8 @@ def build(
 @app.command()
 def score(
     model: Annotated[Path, typer.Argument(help="A model built by onegraph (.onnx).")],
-    data: Annotated[Path, typer.Argument(help="Rows to score: a CSV or Parquet file.")],
+    data: Annotated[Path, typer.Argument(help="Rows to score: a CSV or Parquet file (a folder of images / WAV "
+                                             "files for a media model).")],
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the scores (.csv or .parquet).")],
     keep: Annotated[Optional[list[str]], typer.Option(help="Input column to copy into the output (repeatable).")
                     ] = None,
@@ -183,6 +184,15 @@ def score(
 
     check_output_path(output)
     session = cached_session(model, trusted=trusted)
+    if data.is_dir() or not session.inputs:  # a folder of images / audio files, or a model taking them
+        from onegraph.media.score import score_folder
+
+        start = time.perf_counter()
+        scores = score_folder(model, data, trusted=trusted, session=session)
+        write_table(scores, output)
+        out.print(f"wrote {output}: {len(scores)} files, columns {', '.join(map(str, scores.columns))} "
+                  f"({time.perf_counter() - start:.2f} s)")
+        return
     frame = read_table(data, specs=session.inputs)
     start = time.perf_counter()
     scores = session.score(frame)

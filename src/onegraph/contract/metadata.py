@@ -33,6 +33,8 @@ field                   stored  meaning
 ``sequence``            JSON    rows scored as windows of their group: a :class:`SequenceSpec`
 ``federated``           JSON    structural ``fingerprint`` and the federated ``rounds`` that made the model
                                 (each: ``round``, ``base_model``, ``method``, ``clients``, ``samples``)
+``media``               JSON    an image / audio tensor input instead of DataFrame columns (``onegraph.media``):
+                                ``kind``, ``input``, ``layout``, ``dtype``, ``channels``, ``sample_rate``, ``steps``
 ======================  ======  ============================================================================
 """
 
@@ -259,6 +261,18 @@ class Federated(_Entry):
         return self
 
 
+class MediaSchema(_Entry):
+    """A model that takes a batch of images or audio clips (:mod:`onegraph.media`), not DataFrame columns."""
+
+    kind: Literal["image", "audio"]
+    input: str = Field(min_length=1, description="graph input name")
+    layout: Literal["NHWC", "NCHW", "NT"] = Field(description="axes of the input: images NHWC / NCHW, audio NT")
+    dtype: Literal["uint8", "float32"]
+    channels: Annotated[int, Field(ge=1)] | None = Field(None, description="image channels (1 gray, 3 RGB)")
+    sample_rate: Annotated[int, Field(ge=1)] | None = Field(None, description="audio sample rate, Hz")
+    steps: list[dict[str, JsonValue]] = Field(default_factory=list, description="the steps and their parameters")
+
+
 def _field(description: str, storage: str) -> Any:
     return Field(None, description=description, json_schema_extra={"x-onegraph-storage": storage})
 
@@ -288,6 +302,7 @@ class ModelMetadata(BaseModel):
     ensemble: EnsembleSchema | None = _field("how the composed models' outputs combine", "json")
     sequence: SequenceSchema | None = _field("rows scored as windows of their group", "json")
     federated: Federated | None = _field("structural fingerprint and federated rounds", "json")
+    media: MediaSchema | None = _field("image / audio tensor input (onegraph.media)", "json")
 
 
 #: field name -> "text" or "json" (how it is stored)

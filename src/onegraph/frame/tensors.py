@@ -21,11 +21,11 @@ from typing import Any
 import numpy as np
 import onnx_ir as ir
 
-from onegraph.emit import BOOL, DOUBLE, INT64, STRING, GraphBuilder
+from onegraph.emit import BOOL, DOUBLE, FLOAT, INT64, STRING, GraphBuilder
 
 __all__ = ["Val", "scalar", "where", "minimum", "maximum", "any_of", "all_of", "lookup", "count_at_most"]
 
-_NUMPY = {INT64: np.int64, DOUBLE: np.float64, BOOL: np.bool_}
+_NUMPY = {INT64: np.int64, DOUBLE: np.float64, BOOL: np.bool_, FLOAT: np.float32}
 
 
 class Val:
@@ -77,8 +77,8 @@ class Val:
         return self.lift(o)._op("Mul", self)
 
     def __truediv__(self, o: Any) -> Val:
-        if self.dtype != DOUBLE:
-            raise TypeError("true division needs doubles; use // on integers")
+        if self.dtype not in (DOUBLE, FLOAT):
+            raise TypeError("true division needs doubles or floats; use // on integers")
         return self._op("Div", o)
 
     def __rtruediv__(self, o: Any) -> Val:

@@ -48,6 +48,8 @@ class TorchModule(Adapter):
     output: ``"logits"``, ``"probabilities"`` or ``"prediction"`` (the default without ``classes``).
     width: number of input features (default: the first layer's ``in_features`` / ``input_size``).
     steps: window length of a sequence model (its input is then ``[N, steps, width]``).
+    input_shape: the shape of one input without the batch dimension, for modules that take images or
+        spectrograms (``(1, 16, 16)`` for ``[N, 1, 16, 16]``); replaces ``width`` / ``steps``.
     dynamo: use torch's ``dynamo`` exporter (torch's default); False uses the TorchScript exporter.
 
     Raises
@@ -59,7 +61,7 @@ class TorchModule(Adapter):
     tolerance = (1e-5, 1e-5)
 
     def __init__(self, module: Any, *, classes: Any = None, output: str | None = None, width: int | None = None,
-                 steps: int | None = None, dynamo: bool = True) -> None:
+                 steps: int | None = None, dynamo: bool = True, input_shape: tuple[int, ...] | None = None) -> None:
         self.model = module
         self.source = qualified_name(module)
         self.classes = None if classes is None else [c.item() if isinstance(c, np.generic) else c for c in classes]
@@ -70,6 +72,9 @@ class TorchModule(Adapter):
             raise ExportError(f"TorchModule({type(module).__name__}): output={self.output!r} does not fit "
                               f"{'classes' if classes is not None else 'a model without classes'}",
                               hint="use output='logits' or 'probabilities' with classes, 'prediction' without")
+        self.input_shape = None if input_shape is None else tuple(int(d) for d in input_shape)
+        if self.input_shape is not None:
+            width = int(np.prod(self.input_shape))
         width = width if width is not None else _infer_width(module)
         if width is None:
             raise ExportError(f"cannot tell how many features {type(module).__name__} takes",
@@ -85,7 +90,7 @@ class TorchModule(Adapter):
         import torch
 
         module = self.model.eval()
-        shape = (2,) + ((self.consumes.steps,) if self.consumes.steps else ()) + (self.consumes.width,)
+        shape = (2,) + (self.input_shape or ((self.consumes.steps,) if self.consumes.steps else ()) + (self.consumes.width,))
         example = (torch.zeros(shape, dtype=torch.float32),)
         try:
             with warnings.catch_warnings():

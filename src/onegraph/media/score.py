@@ -1,0 +1,130 @@
+"""Scoring a folder of images or WAV files with a media model (``onegraph score MODEL FOLDER``).
+
+Files are decoded in Python (images with Pillow: ``Image.open(...).convert("RGB" / "L")``, the mode the model's
+channels say, EXIF orientation ignored as Pillow ignores it; audio with soundfile: float32, several channels
+averaged as ``librosa.to_mono`` does), grouped by size (a graph batch holds images of one size) and fed to
+onnxruntime. The table has one row per file, in file-name order: ``file``, then the model's outputs as
+:func:`onegraph.score` names them (``label``, ``probabilities_<class>``, ``prediction``; features flattened to
+``features_<i>``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from onegraph.errors import ConfigError, DataError
+
+__all__ = ["IMAGE_SUFFIXES", "AUDIO_SUFFIXES", "media_input", "read_image", "read_audio", "read_folder",
+           "score_folder"]
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff", ".webp", ".ppm", ".pgm")
+AUDIO_SUFFIXES = (".wav", ".flac", ".ogg")
+
+
+def media_input(model: Any, *, trusted: bool = False) -> dict | None:
+    """The model's ``org.onegraph.media`` entry (see :class:`onegraph.contract.metadata.MediaSchema`), or None."""
+    from onegraph.check.loader import load_model
+    from onegraph.contract import metadata as meta
+
+    proto = load_model(model, trusted=trusted)
+    fields, _ = meta.decode({p.key: p.value for p in proto.metadata_props})
+    return fields.get("media")
+
+
+def _files(folder: Path, suffixes: tuple[str, ...]) -> list[Path]:
+    if not folder.is_dir():
+        raise DataError(f"{folder} is not a folder", hint="give a folder of images / audio files for a media model")
+    files = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
+    if not files:
+        raise DataError(f"{folder} holds no files", hint=f"put {'/'.join(suffixes)} files in it")
+    return files
+
+
+def read_image(path: Path, channels: int) -> np.ndarray:
+    """uint8 ``[H, W, channels]``. Raises :class:`DataError` naming the file when Pillow cannot decode it."""
+    from PIL import Image, UnidentifiedImageError
+
+    if channels not in (1, 3):
+        raise ConfigError(f"the model takes {channels}-channel images; files decode to 1 (L) or 3 (RGB) channels")
+    try:
+        with Image.open(path) as img:
+            arr = np.asarray(img.convert("RGB" if channels == 3 else "L"))
+    except (UnidentifiedImageError, OSError, ValueError) as exc:
+        raise DataError(f"{path}: not an image Pillow can read ({str(exc).splitlines()[0][:120]})",
+                        hint="remove it from the folder, or convert it to PNG / JPEG") from None
+    return arr if arr.ndim == 3 else arr[..., None]
+
+
+def read_audio(path: Path, sample_rate: int) -> np.ndarray:
+    """float32 ``[T]`` at ``sample_rate``. Raises :class:`DataError` naming the file when soundfile cannot
+    decode it or its sample rate differs."""
+    import soundfile as sf
+
+    try:
+        y, sr = sf.read(path, dtype="float32", always_2d=True)
+    except (sf.LibsndfileError, RuntimeError, TypeError) as exc:
+        raise DataError(f"{path}: not an audio file soundfile can read ({str(exc).splitlines()[0][:120]})",
+                        hint="remove it from the folder, or convert it to WAV") from None
+    if sr != sample_rate:
+        raise DataError(f"{path}: sampled at {sr} Hz; the model takes {sample_rate} Hz",
+                        hint=f"resample it to {sample_rate} Hz first")
+    return y.mean(axis=1, dtype=np.float32) if y.shape[1] > 1 else y[:, 0]
+
+
+def read_folder(folder: str | os.PathLike, media: dict) -> tuple[list[str], list[np.ndarray]]:
+    """File names and decoded arrays of every file in ``folder`` (name order) for the model's ``media`` entry."""
+    if media["kind"] == "image":
+        if media["dtype"] != "uint8" or media["layout"] != "NHWC":
+            raise ConfigError(f"the model takes {media['dtype']} {media['layout']} images; scoring folders needs a "
+                              "uint8 NHWC input (files decode to it)", hint="rebuild it with dtype='uint8'")
+        files = _files(Path(folder), IMAGE_SUFFIXES)
+        return [f.name for f in files], [read_image(f, media["channels"]) for f in files]
+    files = _files(Path(folder), AUDIO_SUFFIXES)
+    return [f.name for f in files], [read_audio(f, media["sample_rate"]) for f in files]
+
+
+def score_folder(model: Any, folder: str | os.PathLike, *, trusted: bool = False,
+                 session: Any = None) -> pd.DataFrame:
+    """One row per file of ``folder``: ``file`` and the model's outputs (see the module docstring).
+
+    Raises
+    ------
+    ConfigError
+        when the model declares no media input (it takes DataFrame columns: score a table instead).
+    DataError
+        naming the first file that cannot be decoded or does not fit the model.
+    """
+    from onegraph.runtime import cached_session
+
+    media = media_input(model, trusted=trusted)
+    if media is None:
+        raise ConfigError(f"{model} takes table columns, not a folder of images or audio files",
+                          hint="score a CSV or Parquet file with it")
+    session = session or cached_session(model, trusted=trusted)
+    names, arrays = read_folder(folder, media)
+    groups: dict[tuple, list[int]] = {}
+    for i, arr in enumerate(arrays):
+        groups.setdefault(arr.shape, []).append(i)
+    results: list[list[np.ndarray] | None] = [None] * len(arrays)
+    for members in groups.values():
+        batch = np.stack([arrays[i] for i in members])
+        outs = session.run_feeds({media["input"]: batch})
+        for j, i in enumerate(members):
+            results[i] = [o[j] for o in outs]
+    columns: dict[str, Any] = {"file": names}
+    for k, out in enumerate(session.outputs):
+        values = np.stack([r[k] for r in results])
+        name = out.get("column", out["name"])
+        if values.ndim == 1:
+            columns[name] = values
+            continue
+        flat = values.reshape(len(values), -1)
+        labels = out.get("classes") or range(flat.shape[1])
+        for j, label in enumerate(labels):
+            columns[f"{name}_{label}"] = flat[:, j]
+    return pd.DataFrame(columns)

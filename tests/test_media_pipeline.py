@@ -1,0 +1,154 @@
+"""Media pipelines composed with a model into one ONNX file, built, checked and scored.
+
+The two pipelines of examples/media/pipelines.py (imported from there, so the README's example is the one
+tested): scikit-learn's digits as 32 x 32 photos, resized (Pillow bilinear), scaled, normalized, then a
+small CNN trained with torch on the pipeline's output; "yes" / "no" / "stop" spoken by eight espeak-ng
+voices (tests/data/speech/words), one second, log-mel (librosa), then a small 1-D CNN.
+
+Each model is checked with ``onegraph check`` and scored with ``onegraph score MODEL FOLDER`` in-process;
+build's parity check has already compared the graph with the libraries (Pillow / librosa, then torch) on its
+sample.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+import soundfile as sf
+
+from media_helpers import SPEECH, examples
+from onegraph.errors import ExportError
+from onegraph.media.pipeline import build
+from onegraph.runtime.session import Session
+from onegraph.verify.portable import portability_problems
+
+torch = pytest.importorskip("torch")
+pipelines = examples("media", "pipelines")
+
+
+def cli(capsys, *args: str) -> tuple[int, str, str]:
+    """``onegraph ARGS`` in this process: exit code, stdout, stderr."""
+    from onegraph.cli import main
+
+    argv = sys.argv
+    sys.argv = ["onegraph", *args]
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    finally:
+        sys.argv = argv
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture(scope="module")
+def digits_model(tmp_path_factory):
+    """The pipeline, the trained CNN and the composed model's path (trained and built once)."""
+    path = tmp_path_factory.mktemp("digits") / "digits.onnx"
+    pipe, net, _ = pipelines.digits_model(path)
+    return pipe, net, path
+
+
+def test_image_pipeline_is_one_checked_file(digits_model, capsys):
+    pipe, net, path = digits_model
+    images, labels = pipelines.digit_photos()
+    label, proba = Session(path).run_feeds({"image": images[1500:]})
+    with torch.no_grad():
+        logits = net(torch.from_numpy(pipe.reference(images[1500:])))
+    np.testing.assert_array_equal(label, logits.argmax(1).numpy())  # the graph answers as Pillow + torch do
+    np.testing.assert_allclose(proba, torch.softmax(logits.double(), 1).numpy(), rtol=1e-5, atol=1e-5)
+    assert (label == labels[1500:]).mean() > 0.85  # held-out digits
+    from onegraph.check.loader import load_model
+
+    proto = load_model(path)
+    assert not portability_problems(proto)
+    assert {o.name for o in proto.graph.output} == {"label", "probabilities"}
+    code, out, err = cli(capsys, "check", str(path))
+    assert code == 0 and "clean" in out, (out, err)
+    code, out, _ = cli(capsys, "show", str(path), "--json")
+    media = json.loads(out)["metadata"]["media"]
+    assert media["kind"] == "image" and media["channels"] == 1 and media["steps"][0]["match"] == "pil"
+
+
+def test_score_a_folder_of_images(digits_model, tmp_path, capsys):
+    from PIL import Image
+
+    path = digits_model[2]
+    images, _ = pipelines.digit_photos()
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    for i, size in zip(range(1790, 1797), (24, 32, 40, 32, 48, 28, 32)):  # the graph takes any size
+        rgb = Image.fromarray(images[i, ..., 0]).resize((size, size), Image.Resampling.BICUBIC).convert("RGB")
+        rgb.save(folder / f"digit_{i}.png")  # RGB files: decoded to the model's one channel (Pillow's "L")
+    code, out, err = cli(capsys, "score", str(path), str(folder), "-o", str(tmp_path / "scores.csv"))
+    assert code == 0, err
+    assert "7 files" in out
+    scores = pd.read_csv(tmp_path / "scores.csv")
+    assert list(scores.columns[:3]) == ["file", "label", "probabilities_0"]
+    assert scores["file"].tolist() == sorted(f"digit_{i}.png" for i in range(1790, 1797))
+    gray = np.asarray(Image.open(folder / "digit_1791.png").convert("L"))[None, ..., None]
+    direct = Session(path).run_feeds({"image": gray})[0]
+    assert scores.loc[scores.file == "digit_1791.png", "label"].item() == direct[0]
+    (folder / "notes.txt").write_text("not an image")
+    code, out, err = cli(capsys, "score", str(path), str(folder), "-o", str(tmp_path / "bad.csv"))
+    assert code == 1 and len(err.strip().splitlines()) == 1 and "notes.txt: not an image" in err
+
+
+def test_audio_pipeline_built_checked_scored(tmp_path, capsys):
+    path = tmp_path / "words.onnx"
+    pipe, net, _ = pipelines.words_model(path)
+    files, x, _ = pipelines.spoken_words()
+    held_out = pipelines.held_out(files)
+    code, out, err = cli(capsys, "check", str(path))
+    assert code == 0 and "clean" in out, (out, err)
+    folder = tmp_path / "clips"
+    folder.mkdir()
+    for f in np.asarray(files)[held_out]:
+        (folder / f.name).write_bytes(f.read_bytes())  # the raw files, of different lengths
+    code, out, err = cli(capsys, "score", str(path), str(folder), "-o", str(tmp_path / "words.csv"))
+    assert code == 0, err
+    scores = pd.read_csv(tmp_path / "words.csv")
+    assert scores["file"].tolist() == sorted(f.name for f in np.asarray(files)[held_out])
+    with torch.no_grad():
+        logits = net(torch.from_numpy(pipe.reference(x[held_out])))
+    assert scores["label"].tolist() == np.asarray(pipelines.CLASSES)[logits.argmax(1).numpy()].tolist()
+    sf.write(folder / "fast.wav", x[0], 22050)
+    code, _, err = cli(capsys, "score", str(path), str(folder), "-o", str(tmp_path / "bad.csv"))
+    assert code == 1 and "fast.wav: sampled at 22050 Hz; the model takes 16000 Hz" in err
+
+
+def test_features_only_and_onnx_model(tmp_path):
+    """A pipeline alone outputs its features; an ONNX file taking them composes like a torch module."""
+    images, _ = pipelines.digit_photos()
+    pipe = pipelines.image_pipeline()
+    features = build(pipe, None, images[:8])
+    (got,) = Session(features, trusted=True).run_feeds({"image": images[:8]})
+    np.testing.assert_allclose(got, pipe.reference(images[:8]), rtol=0, atol=1e-6)
+    net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(256, 3)).eval()
+    onnx_file = tmp_path / "head.onnx"
+    program = torch.onnx.export(net, (torch.zeros(2, 1, 16, 16),), input_names=["x"], output_names=["y"],
+                                dynamic_shapes=({0: torch.export.Dim("batch")},), dynamo=True, opset_version=21)
+    onnx_file.write_bytes(program.model_proto.SerializeToString())
+    composed = build(pipe, str(onnx_file), images[:8], classes=["a", "b", "c"])
+    label, _ = Session(composed, trusted=True).run_feeds({"image": images[:8]})
+    with torch.no_grad():
+        logits = net(torch.from_numpy(pipe.reference(images[:8])))
+    np.testing.assert_array_equal(label, np.asarray(["a", "b", "c"])[logits.argmax(1).numpy()])
+
+
+def test_bad_model_and_table_model(tmp_path, capsys):
+    images, _ = pipelines.digit_photos()
+    with pytest.raises(ExportError, match="needs sample="):
+        build(pipelines.image_pipeline(), torch.nn.Flatten(), None, classes=[0, 1])
+    with pytest.raises(ExportError, match="cannot follow a media pipeline"):
+        build(pipelines.image_pipeline(), object(), images[:2])
+    # a table model given a folder: one line saying what to do
+    table_model = SPEECH.parent / "penguins-mlp.onnx"
+    code, _, err = cli(capsys, "score", str(table_model), str(tmp_path), "-o", str(tmp_path / "x.csv"))
+    assert code == 1 and "takes table columns, not a folder" in err and len(err.strip().splitlines()) == 1
