@@ -10,16 +10,19 @@ to the aggregate.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from numbers import Real
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from sklearn.utils._param_validation import StrOptions
 
 from onegraph.emit import DOUBLE, Col, GraphBuilder, to_tensor
-from onegraph.errors import ColumnTypeError, ConfigError, MissingColumnError
+from onegraph.errors import ColumnTypeError, MissingColumnError
 from onegraph.frame.tensors import any_of, where
 from onegraph.frame.transformers.base import FrameTransformer, category_values, numbers
 from onegraph.frame.transformers.categorical import encoder_keys, lookup_index
+from onegraph.frame.transformers.constraints import Satisfies, names
 
 __all__ = ["AGGREGATIONS", "GroupAggregate"]
 
@@ -38,6 +41,7 @@ def _overall(values: pd.Series, func: str) -> float:
     return values.agg(func)
 
 
+# not ColumnWise: each output comes from its value column and the key columns together
 class GroupAggregate(FrameTransformer):
     """Per-group aggregates of columns, learned in fit: ``frame.groupby(by, dropna=False)[col].agg(func)``.
 
@@ -57,18 +61,25 @@ class GroupAggregate(FrameTransformer):
     columns ``<column>_<func>_by_<key>[_<key>...]``.
     """
 
+    _parameter_constraints = {
+        "by": [str, names(empty=False)],
+        "agg": [Satisfies("a non-empty dict {column: aggregation name or list of them}, e.g. {'amount': 'mean'}",
+                          lambda agg: isinstance(agg, Mapping) and len(agg) > 0)],
+        "default": [StrOptions({"overall"}), Real],
+    }
+
     def __init__(self, by: str | list[str], agg: dict[str, Any], *, default: Any = "overall") -> None:
         self.by = by
         self.agg = agg
         self.default = default
 
     def _keys_list(self) -> list[str]:
-        return [self.by] if isinstance(self.by, str) else list(self.by) if isinstance(self.by, (list, tuple)) else []
+        return [self.by] if isinstance(self.by, str) else list(self.by)
 
     def _fit(self, frame: pd.DataFrame, y: Any) -> None:
         names = list(self.feature_names_in_)
         keys = self._keys_list()
-        self._validate(keys)
+        self._check_aggregations()
         for c in keys + list(self.agg):
             if c not in names:
                 raise MissingColumnError(c, names)
@@ -89,21 +100,14 @@ class GroupAggregate(FrameTransformer):
                 overall = _overall(values, func)
                 self.defaults_[name] = float(overall) if isinstance(self.default, str) else float(self.default)
 
-    def _validate(self, keys: list[str]) -> None:
-        """Parameters checked before any pandas call, so a mistake is named as the parameter it is."""
-        if not keys or not all(isinstance(k, str) for k in keys):
-            raise ConfigError(f"GroupAggregate: by={self.by!r}; give a column name or a list of column names")
-        if not isinstance(self.agg, Mapping) or not self.agg:
-            raise ConfigError(f"GroupAggregate: agg={self.agg!r} is not a dict of column -> aggregation",
-                              hint="write agg={'amount': 'mean'} or agg={'amount': ['mean', 'max']}")
+    def _check_aggregations(self) -> None:
+        """Each entry of ``agg``, named in the error (the declaration checks that ``agg`` is a dict)."""
         for col, funcs in self.agg.items():
             listed = [funcs] if isinstance(funcs, str) else funcs
             if not isinstance(listed, (list, tuple)) or not listed or \
                     any(not isinstance(f, str) or f not in AGGREGATIONS for f in listed):
-                raise ConfigError(f"GroupAggregate: agg[{col!r}]={funcs!r} is not an aggregation name or a list of "
-                                  "them", hint=f"use {', '.join(AGGREGATIONS)}")
-        if isinstance(self.default, str) and self.default != "overall":
-            raise ConfigError(f"GroupAggregate: default={self.default!r}; use 'overall' or a number")
+                raise self._refuse("agg", f"holds agg[{col!r}]={funcs!r}, not an aggregation name or a list of them",
+                                   hint=f"use {', '.join(AGGREGATIONS)}")
 
     def _name(self, col: str, func: str) -> str:
         return f"{col}_{func}_by_{'_'.join(self._keys_list())}"

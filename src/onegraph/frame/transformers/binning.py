@@ -8,16 +8,21 @@ computes as the number of inner edges ``<= x`` (one broadcast comparison and a s
 
 from __future__ import annotations
 
+import warnings
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import sklearn.preprocessing
+from sklearn.utils._param_validation import Interval
 
+from onegraph.contract.columns import ColumnSpec
 from onegraph.emit import DOUBLE, FLOAT, INT64, Col, GraphBuilder, register_emitter
 from onegraph.errors import ColumnTypeError, ConfigError, ExportError
 from onegraph.frame.tensors import Val, count_at_most, where
-from onegraph.frame.transformers.base import NUMERIC_KINDS, FrameTransformer, numbers
+from onegraph.frame.transformers.base import NUMERIC_KINDS, ColumnWise, numbers
+from onegraph.frame.transformers.constraints import Satisfies, sklearn_constraints
 
 __all__ = ["Bucketize", "emit_kbins_discretizer", "RangeMap"]
 
@@ -30,7 +35,12 @@ def _bins(g: GraphBuilder, x: Val, edges: np.ndarray) -> Val:
     return count_at_most(x, inner)
 
 
-class Bucketize(FrameTransformer):
+def _increasing(edges: Any) -> bool:
+    edges = np.asarray(edges, dtype=np.float64)
+    return edges.ndim == 1 and edges.size >= 2 and bool(np.all(np.diff(edges) > 0))
+
+
+class Bucketize(ColumnWise):
     """The bin (0, 1, ...) each value falls in, as :class:`sklearn.preprocessing.KBinsDiscretizer` with
     ``encode="ordinal"``; NaN stays NaN (scikit-learn refuses it).
 
@@ -51,6 +61,13 @@ class Bucketize(FrameTransformer):
     """
 
     accepts = NUMERIC_KINDS
+    _parameter_constraints = {
+        # one number of bins for every column (scikit-learn also takes one per column: not here)
+        "n_bins": [Interval(Integral, 2, None, closed="left")],
+        "edges": [Satisfies("at least two increasing numbers", _increasing), None],
+        **sklearn_constraints(sklearn.preprocessing.KBinsDiscretizer, "strategy", "quantile_method", "subsample",
+                              "random_state"),
+    }
 
     def __init__(self, n_bins: int = 5, *, strategy: str = "quantile", edges: Any = None,
                  quantile_method: str = "averaged_inverted_cdf", subsample: int | None = 200_000,
@@ -62,56 +79,45 @@ class Bucketize(FrameTransformer):
         self.subsample = subsample
         self.random_state = random_state
 
-    def _fit(self, frame: pd.DataFrame, y: Any) -> None:
+    def _fit_shared(self, frame: pd.DataFrame, y: Any) -> None:
         self.bin_edges_ = []
-        for spec in self.input_specs_:
-            if self.edges is not None:
-                edges = np.asarray(self.edges, dtype=np.float64)
-                if edges.ndim != 1 or edges.size < 2 or np.any(np.diff(edges) <= 0):
-                    raise ConfigError(f"Bucketize: edges {self.edges!r} must be at least two increasing numbers")
-                self.bin_edges_.append(edges)
-                continue
-            x = numbers(spec, frame[spec.name])
-            x = x[~np.isnan(x)]
-            if x.size == 0:
-                raise ColumnTypeError(spec.name, "no value to learn bins from (all missing)")
-            if np.isinf(x).any():  # scikit-learn refuses them without saying which column
-                raise ColumnTypeError(spec.name, f"{int(np.isinf(x).sum())} infinite value(s): bins cannot be "
-                                      "learned from them (scikit-learn's KBinsDiscretizer refuses them)",
-                                      hint="replace them (with NaN, kept as NaN, or a bound) before Bucketize, "
-                                      "or give fixed edges=")
-            est = sklearn.preprocessing.KBinsDiscretizer(
-                n_bins=self.n_bins, encode="ordinal", strategy=self.strategy, quantile_method=self.quantile_method,
-                subsample=self.subsample, random_state=self.random_state)
-            import warnings
 
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # scikit-learn warns when bins collapse; the edges say so
-                try:
-                    est.fit(x.reshape(-1, 1))
-                except ValueError as exc:  # its parameter checks name no column
-                    raise ConfigError(f"Bucketize on column {spec.name!r}: {exc}",
-                                      hint="check n_bins / strategy / quantile_method") from None
-            self.bin_edges_.append(np.asarray(est.bin_edges_[0], dtype=np.float64))
+    def _fit_column(self, spec: ColumnSpec, values: pd.Series) -> None:
+        if self.edges is not None:
+            self.bin_edges_.append(np.asarray(self.edges, dtype=np.float64))
+            return
+        x = numbers(spec, values)
+        x = x[~np.isnan(x)]
+        if x.size == 0:
+            raise ColumnTypeError(spec.name, "no value to learn bins from (all missing)")
+        if np.isinf(x).any():  # scikit-learn refuses them without saying which column
+            raise ColumnTypeError(spec.name, f"{int(np.isinf(x).sum())} infinite value(s): bins cannot be "
+                                  "learned from them (scikit-learn's KBinsDiscretizer refuses them)",
+                                  hint="replace them (with NaN, kept as NaN, or a bound) before Bucketize, "
+                                  "or give fixed edges=")
+        est = sklearn.preprocessing.KBinsDiscretizer(
+            n_bins=self.n_bins, encode="ordinal", strategy=self.strategy, quantile_method=self.quantile_method,
+            subsample=self.subsample, random_state=self.random_state)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # scikit-learn warns when bins collapse; the edges say so
+            try:
+                est.fit(x.reshape(-1, 1))
+            except ValueError as exc:  # a failure on this column's values, which it does not name
+                raise ConfigError(f"Bucketize on column {spec.name!r}: {exc}",
+                                  hint="check n_bins / strategy / quantile_method") from None
+        self.bin_edges_.append(np.asarray(est.bin_edges_[0], dtype=np.float64))
 
-    def _names_out(self) -> list[str]:
-        return list(self.feature_names_in_)
+    def _transform_column(self, spec: ColumnSpec, values: pd.Series) -> np.ndarray:
+        edges = self.bin_edges_[self._position(spec.name)]
+        x = numbers(spec, values)
+        bins = np.searchsorted(edges[1:-1], x, side="right").astype(np.float64)
+        return np.where(np.isnan(x), np.nan, bins)
 
-    def _transform(self, frame: pd.DataFrame) -> pd.DataFrame:
-        out = {}
-        for spec, edges in zip(self.input_specs_, self.bin_edges_):
-            x = numbers(spec, frame[spec.name])
-            bins = np.searchsorted(edges[1:-1], x, side="right").astype(np.float64)
-            out[spec.name] = np.where(np.isnan(x), np.nan, bins)
-        return pd.DataFrame(out, index=frame.index)
-
-    def emit(self, g: GraphBuilder, cols: list[Col]) -> list[Col]:
-        out = []
-        for col, edges in zip(cols, self.bin_edges_):
-            x = Val(g, g.vector(g.as_double(col)), DOUBLE)
-            bins = _bins(g, x, edges).cast(DOUBLE)
-            out.append(Col(col.name, "float", where(x.isnan(), np.nan, bins).value, DOUBLE))
-        return out
+    def _emit_column(self, g: GraphBuilder, spec: ColumnSpec, col: Col) -> Col:
+        edges = self.bin_edges_[self._position(spec.name)]
+        x = Val(g, g.vector(g.as_double(col)), DOUBLE)
+        bins = _bins(g, x, edges).cast(DOUBLE)
+        return Col(col.name, "float", where(x.isnan(), np.nan, bins).value, DOUBLE)
 
 
 @register_emitter(sklearn.preprocessing.KBinsDiscretizer)
@@ -131,7 +137,18 @@ def emit_kbins_discretizer(est: Any, g: GraphBuilder, cols: list[Col]) -> list[C
     return g.block(g.op("Cast", block, to=DOUBLE), names, "float", DOUBLE)
 
 
-class RangeMap(FrameTransformer):
+#: what a range's value may name: a statistic of the training values inside it
+_STATS = {"mean": np.mean, "median": np.median, "min": np.min, "max": np.max}
+
+
+def _ranges(ranges: Any) -> bool:
+    """``[(lower, upper, value), ...]``: bounds numbers or None, values numbers or names of ``_STATS``."""
+    return isinstance(ranges, (list, tuple)) and all(
+        len(r) == 3 and all(b is None or isinstance(b, Real) for b in r[:2])
+        and (r[2] in _STATS if isinstance(r[2], str) else isinstance(r[2], Real)) for r in ranges)
+
+
+class RangeMap(ColumnWise):
     """Replace values lying in ranges (IBM's ``RangeTransformer``): ``x`` in ``[lower, upper]`` becomes a value.
 
     Parameters
@@ -146,25 +163,26 @@ class RangeMap(FrameTransformer):
     """
 
     accepts = NUMERIC_KINDS
-    _STATS = {"mean": np.mean, "median": np.median, "min": np.min, "max": np.max}
+    _parameter_constraints = {"ranges": [Satisfies(
+        f"a list of (lower, upper, value): bounds numbers or None, value a number or one of {', '.join(_STATS)}",
+        _ranges)]}
 
     def __init__(self, ranges: list[tuple[Any, Any, Any]]) -> None:
         self.ranges = ranges
 
-    def _fit(self, frame: pd.DataFrame, y: Any) -> None:
+    def _fit_shared(self, frame: pd.DataFrame, y: Any) -> None:
         self.values_ = {}
-        for spec in self.input_specs_:
-            x = numbers(spec, frame[spec.name])
-            learned = []
-            for lower, upper, value in self.ranges:
-                if isinstance(value, str):
-                    if value not in self._STATS:
-                        raise ValueError(f"RangeMap: value {value!r}; use a number or one of {', '.join(self._STATS)}")
-                    inside = x[self._inside(x, lower, upper)]
-                    learned.append(float(self._STATS[value](inside)) if inside.size else np.nan)
-                else:
-                    learned.append(float(value))
-            self.values_[spec.name] = learned
+
+    def _fit_column(self, spec: ColumnSpec, values: pd.Series) -> None:
+        x = numbers(spec, values)
+        learned = []
+        for lower, upper, value in self.ranges:
+            if isinstance(value, str):
+                inside = x[self._inside(x, lower, upper)]
+                learned.append(float(_STATS[value](inside)) if inside.size else np.nan)
+            else:
+                learned.append(float(value))
+        self.values_[spec.name] = learned
 
     @staticmethod
     def _inside(x: np.ndarray, lower: Any, upper: Any) -> np.ndarray:
@@ -176,34 +194,25 @@ class RangeMap(FrameTransformer):
                 mask &= x <= upper
         return mask
 
-    def _names_out(self) -> list[str]:
-        return list(self.feature_names_in_)
+    def _transform_column(self, spec: ColumnSpec, values: pd.Series) -> np.ndarray:
+        x = numbers(spec, values)
+        result = x.copy()
+        for (lower, upper, _), value in zip(self.ranges, self.values_[spec.name]):
+            result[self._inside(x, lower, upper)] = value
+        return result
 
-    def _transform(self, frame: pd.DataFrame) -> pd.DataFrame:
-        out = {}
-        for spec in self.input_specs_:
-            x = numbers(spec, frame[spec.name])
-            result = x.copy()
-            for (lower, upper, _), value in zip(self.ranges, self.values_[spec.name]):
-                result[self._inside(x, lower, upper)] = value
-            out[spec.name] = result
-        return pd.DataFrame(out, index=frame.index)
-
-    def emit(self, g: GraphBuilder, cols: list[Col]) -> list[Col]:
-        out = []
-        for col in cols:
-            x = Val(g, g.vector(g.as_double(col)), DOUBLE)
-            result = x
-            for (lower, upper, _), value in zip(self.ranges, self.values_[col.name]):
-                inside = None
-                if lower is not None:
-                    inside = x >= float(lower)
-                if upper is not None:
-                    inside = (x <= float(upper)) if inside is None else inside & (x <= float(upper))
-                if inside is None:
-                    inside = ~x.isnan()
-                result = where(inside, float(value), result)
-            if result is x:
-                result = Val(g, g.op("Identity", x.value, dtype=DOUBLE), DOUBLE)
-            out.append(Col(col.name, "float", result.value, DOUBLE))
-        return out
+    def _emit_column(self, g: GraphBuilder, spec: ColumnSpec, col: Col) -> Col:
+        x = Val(g, g.vector(g.as_double(col)), DOUBLE)
+        result = x
+        for (lower, upper, _), value in zip(self.ranges, self.values_[spec.name]):
+            inside = None
+            if lower is not None:
+                inside = x >= float(lower)
+            if upper is not None:
+                inside = (x <= float(upper)) if inside is None else inside & (x <= float(upper))
+            if inside is None:
+                inside = ~x.isnan()
+            result = where(inside, float(value), result)
+        if result is x:
+            result = Val(g, g.op("Identity", x.value, dtype=DOUBLE), DOUBLE)
+        return Col(col.name, "float", result.value, DOUBLE)

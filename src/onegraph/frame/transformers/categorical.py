@@ -18,13 +18,16 @@ category to its learned value, with a default for categories never seen in fit.
 from __future__ import annotations
 
 import warnings
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import sklearn.preprocessing
+from sklearn.base import clone
+from sklearn.utils._param_validation import Interval, StrOptions
 
-from onegraph.contract.columns import MISSING_STRING
+from onegraph.contract.columns import MISSING_STRING, ColumnSpec
 from onegraph.contract.outputs import CHECK_PREFIXES
 from onegraph.emit import (
     BOOL,
@@ -39,7 +42,7 @@ from onegraph.emit import (
     to_tensor,
 )
 from onegraph.errors import ExportError
-from onegraph.frame.transformers.base import FrameTransformer, category_values, texts
+from onegraph.frame.transformers.base import ColumnWise, category_values, texts
 from onegraph.frame.transformers.wrapped import SklearnBacked
 
 __all__ = ["CHECK_UNKNOWN", "OneHotEncoder", "OrdinalEncoder", "encoder_keys", "label_lookup",
@@ -243,7 +246,7 @@ def _value_table(g: GraphBuilder, col: Col, cats: list, values: np.ndarray, defa
     return Col(col.name, "float", out, DOUBLE)
 
 
-class FrequencyEncoder(FrameTransformer):
+class FrequencyEncoder(ColumnWise):
     """Each value becomes how often it occurs in fit: ``s.map(s_fit.value_counts(normalize, dropna=False))``.
 
     Parameters
@@ -256,34 +259,28 @@ class FrequencyEncoder(FrameTransformer):
     Missing values are counted as one more value (their own frequency). Output float64, same names.
     """
 
+    _parameter_constraints = {"normalize": ["boolean"], "unseen": [Real]}
+
     def __init__(self, *, normalize: bool = False, unseen: float = 0.0) -> None:
         self.normalize = normalize
         self.unseen = unseen
 
-    def _fit(self, frame: pd.DataFrame, y: Any) -> None:
+    def _fit_shared(self, frame: pd.DataFrame, y: Any) -> None:
         self.frequencies_ = {}
-        for spec in self.input_specs_:
-            values = pd.Series(category_values(spec, frame[spec.name]), dtype=object)
-            self.frequencies_[spec.name] = values.value_counts(normalize=self.normalize, dropna=False)
 
-    def _names_out(self) -> list[str]:
-        return list(self.feature_names_in_)
+    def _fit_column(self, spec: ColumnSpec, values: pd.Series) -> None:
+        categories = pd.Series(category_values(spec, values), dtype=object)
+        self.frequencies_[spec.name] = categories.value_counts(normalize=self.normalize, dropna=False)
 
-    def _transform(self, frame: pd.DataFrame) -> pd.DataFrame:
-        out = {}
-        for spec in self.input_specs_:
-            values = pd.Series(category_values(spec, frame[spec.name]), dtype=object)
-            table = self.frequencies_[spec.name]
-            found = table.index.get_indexer(pd.Index(values, dtype=object))
-            out[spec.name] = np.where(found >= 0, table.to_numpy(np.float64)[found], float(self.unseen))
-        return pd.DataFrame(out, index=frame.index)
+    def _transform_column(self, spec: ColumnSpec, values: pd.Series) -> np.ndarray:
+        categories = pd.Series(category_values(spec, values), dtype=object)
+        table = self.frequencies_[spec.name]
+        found = table.index.get_indexer(pd.Index(categories, dtype=object))
+        return np.where(found >= 0, table.to_numpy(np.float64)[found], float(self.unseen))
 
-    def emit(self, g: GraphBuilder, cols: list[Col]) -> list[Col]:
-        out = []
-        for col in cols:
-            table = self.frequencies_[col.name]
-            out.append(_value_table(g, col, list(table.index), table.to_numpy(np.float64), self.unseen))
-        return out
+    def _emit_column(self, g: GraphBuilder, spec: ColumnSpec, col: Col) -> Col:
+        table = self.frequencies_[spec.name]
+        return _value_table(g, col, list(table.index), table.to_numpy(np.float64), self.unseen)
 
 
 class TargetEncoder(SklearnBacked):
@@ -308,15 +305,12 @@ class TargetEncoder(SklearnBacked):
         self.smooth = smooth
         self.cv = cv
 
-    def fit_transform(self, X: Any, y: Any = None, **fit_params: Any) -> Any:
-        """Fit, and return the out-of-fold encodings of ``X`` (scikit-learn's cross fitting)."""
-        frame = self._check_frame(X, reset=True)
-        from sklearn.base import clone
-
+    def _fit_transform(self, frame: pd.DataFrame, y: Any) -> pd.DataFrame:
+        """Fit, and return the out-of-fold encodings of ``frame`` (scikit-learn's cross fitting)."""
         self.estimator_ = clone(self.sklearn_class(**self._sklearn_params()))
         out = self.estimator_.fit_transform(self._matrix(frame), y)
         self._copy_learned()
-        return self._wrap(pd.DataFrame(out, columns=self._names_out(), index=frame.index))
+        return pd.DataFrame(out, columns=self._names_out(), index=frame.index)
 
 
 @register_emitter(sklearn.preprocessing.TargetEncoder)
@@ -333,7 +327,7 @@ def emit_target_encoder(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]
     return out
 
 
-class RareCategoryGrouper(FrameTransformer):
+class RareCategoryGrouper(ColumnWise):
     """Replace categories seen too rarely in fit by one label (IBM's ``MinorityTransformer``).
 
     Parameters
@@ -351,6 +345,12 @@ class RareCategoryGrouper(FrameTransformer):
     """
 
     accepts = ("string",)
+    _parameter_constraints = {
+        "min_count": [Interval(Integral, 0, None, closed="left"), None],
+        "min_frequency": [Interval(Real, 0, 1, closed="both"), None],
+        "other": [str],
+        "unseen": [StrOptions({"other", "keep"})],
+    }
 
     def __init__(self, *, min_count: int | None = None, min_frequency: float | None = None,
                  other: str = "other", unseen: str = "other") -> None:
@@ -359,41 +359,32 @@ class RareCategoryGrouper(FrameTransformer):
         self.other = other
         self.unseen = unseen
 
-    def _fit(self, frame: pd.DataFrame, y: Any) -> None:
-        if (self.min_count is None) == (self.min_frequency is None):
-            raise ValueError("RareCategoryGrouper: give one of min_count or min_frequency")
-        if self.unseen not in ("other", "keep"):
-            raise ValueError(f"RareCategoryGrouper: unseen={self.unseen!r}; use 'other' or 'keep'")
+    def _fit_shared(self, frame: pd.DataFrame, y: Any) -> None:
+        if (self.min_count is None) == (self.min_frequency is None):  # two parameters: not declarable
+            problem = "and min_frequency are both None" if self.min_count is None else "is given with min_frequency"
+            raise self._refuse("min_count", problem, hint="give one of min_count or min_frequency")
         self.frequent_, self.rare_ = {}, {}
-        for spec in self.input_specs_:
-            counts = pd.Series(texts(spec, frame[spec.name]), dtype=object).value_counts(dropna=True)
-            limit = self.min_count if self.min_count is not None else self.min_frequency * len(frame)
-            self.frequent_[spec.name] = [str(v) for v in counts.index[counts.to_numpy() >= limit]]
-            self.rare_[spec.name] = [str(v) for v in counts.index[counts.to_numpy() < limit]]
 
-    def _names_out(self) -> list[str]:
-        return list(self.feature_names_in_)
+    def _fit_column(self, spec: ColumnSpec, values: pd.Series) -> None:
+        counts = pd.Series(texts(spec, values), dtype=object).value_counts(dropna=True)
+        limit = self.min_count if self.min_count is not None else self.min_frequency * len(values)
+        self.frequent_[spec.name] = [str(v) for v in counts.index[counts.to_numpy() >= limit]]
+        self.rare_[spec.name] = [str(v) for v in counts.index[counts.to_numpy() < limit]]
 
-    def _transform(self, frame: pd.DataFrame) -> pd.DataFrame:
-        out = {}
-        for spec in self.input_specs_:
-            s = pd.Series(texts(spec, frame[spec.name]), dtype=object)
-            keep = s.isin(self.frequent_[spec.name]) | s.isna()
-            if self.unseen == "keep":
-                keep |= ~s.isin(self.rare_[spec.name])
-            out[spec.name] = s.where(keep, self.other).to_numpy(object)
-        return pd.DataFrame(out, index=frame.index)
+    def _transform_column(self, spec: ColumnSpec, values: pd.Series) -> np.ndarray:
+        s = pd.Series(texts(spec, values), dtype=object)
+        keep = s.isin(self.frequent_[spec.name]) | s.isna()
+        if self.unseen == "keep":
+            keep |= ~s.isin(self.rare_[spec.name])
+        return s.where(keep, self.other).to_numpy(object)
 
-    def emit(self, g: GraphBuilder, cols: list[Col]) -> list[Col]:
+    def _emit_column(self, g: GraphBuilder, spec: ColumnSpec, col: Col) -> Col:
         from onegraph.frame.tensors import Val, where
 
-        out = []
-        for col in cols:
-            marked = self.rare_[col.name] if self.unseen == "keep" else self.frequent_[col.name]
-            keys = np.asarray(marked + [MISSING_STRING], dtype=object)
-            index = lookup_index(g, col, keys)
-            x = Val(g, g.vector(col), STRING)
-            # "other" mode: keys are the kept values (and missing); "keep" mode: keys are the rare ones
-            grouped = (index < 0) if self.unseen == "other" else (index >= 0) & (index < len(marked))
-            out.append(Col(col.name, "string", where(grouped, str(self.other), x).value, STRING))
-        return out
+        marked = self.rare_[spec.name] if self.unseen == "keep" else self.frequent_[spec.name]
+        keys = np.asarray(marked + [MISSING_STRING], dtype=object)
+        index = lookup_index(g, col, keys)
+        x = Val(g, g.vector(col), STRING)
+        # "other" mode: keys are the kept values (and missing); "keep" mode: keys are the rare ones
+        grouped = (index < 0) if self.unseen == "other" else (index >= 0) & (index < len(marked))
+        return Col(col.name, "string", where(grouped, str(self.other), x).value, STRING)

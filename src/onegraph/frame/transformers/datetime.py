@@ -10,12 +10,14 @@ UTC offsets (:mod:`onegraph.frame.timezones`).
 
 from __future__ import annotations
 
+from numbers import Integral
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from sklearn.utils._param_validation import Interval, StrOptions
 
-from onegraph.contract.columns import NA_INT64
+from onegraph.contract.columns import NA_INT64, ColumnSpec
 from onegraph.contract.feeds import to_feed
 from onegraph.emit import BOOL, DOUBLE, INT64, INT64_MIN, STRING, Col, GraphBuilder
 from onegraph.errors import ColumnTypeError
@@ -23,7 +25,8 @@ from onegraph.frame.calendar import Calendar
 from onegraph.frame.dateparse import DateFormat, date_format, emit_parse, parse_pandas
 from onegraph.frame.tensors import Val, where
 from onegraph.frame.timezones import OffsetTable, covered, local_time, offset_table
-from onegraph.frame.transformers.base import FrameTransformer
+from onegraph.frame.transformers.base import ColumnWise, FrameTransformer
+from onegraph.frame.transformers.constraints import Satisfies, names
 
 __all__ = ["DateParts", "DateDiff"]
 
@@ -78,23 +81,22 @@ class _DateInputs(FrameTransformer):
             raise ColumnTypeError(str(self.feature_names_in_[0]), str(exc)) from None
         return {s.name: fmt if s.kind == "string" else None for s in self.input_specs_}
 
-    def _ns(self, frame: pd.DataFrame, name: str) -> np.ndarray:
+    def _ns(self, spec: ColumnSpec, values: pd.Series) -> np.ndarray:
         """int64 nanoseconds (UTC for tz-aware columns and text; wall time for naive), NaT = INT64_MIN."""
-        spec = self._spec(name)
-        fmt = self.formats_[name]
+        fmt = self.formats_[spec.name]
         if fmt is None:
-            return to_feed(spec, frame[name])
-        values = np.asarray(frame[name].astype(object).where(frame[name].notna(), None), dtype=object)
-        return parse_pandas(values, fmt)
+            return to_feed(spec, values)
+        return parse_pandas(np.asarray(values.astype(object).where(values.notna(), None), dtype=object), fmt)
 
-    def _emit_ns(self, g: GraphBuilder, col: Col) -> Val:
-        fmt = self.formats_[col.name]
+    def _emit_ns(self, g: GraphBuilder, col: Col, name: str) -> Val:
+        """``_ns`` in the graph, of ``col`` fitted as column ``name``."""
+        fmt = self.formats_[name]
         if fmt is None:
             return Val(g, g.vector(col), INT64)
         return emit_parse(Val(g, g.vector(col), STRING), fmt)
 
 
-class DateParts(_DateInputs):
+class DateParts(ColumnWise, _DateInputs):
     """Calendar parts of datetime or date-string columns, as pandas' ``Series.dt`` gives them.
 
     Parameters
@@ -126,11 +128,19 @@ class DateParts(_DateInputs):
 
     Raises
     ------
-    ValueError
-        for an unknown part, or a part listed in ``cyclical`` without a period.
+    ConfigError
+        (a ``ValueError``) for an unknown part, or a part listed in ``cyclical`` without a period.
     ColumnTypeError
         for a column that is neither datetime nor text, a ``tz`` on a naive column, or a bad ``format``.
     """
+
+    _parameter_constraints = {
+        "parts": [names(_PARTS)],
+        "format": [str, None],
+        "tz": [str, None],
+        "cyclical": [names(p for p in _PARTS if _PARTS[p] in _CYCLES)],
+        "tz_margin": [Interval(Integral, 0, None, closed="left")],
+    }
 
     def __init__(self, parts: tuple[str, ...] | list[str] = ("year", "month", "day", "dayofweek"), *,
                  format: str | None = None, tz: str | None = None, cyclical: tuple[str, ...] | list[str] = (),
@@ -141,23 +151,18 @@ class DateParts(_DateInputs):
         self.cyclical = cyclical
         self.tz_margin = tz_margin
 
-    def _fit(self, frame: pd.DataFrame, y: Any) -> None:
-        for p in self.parts:
-            if p not in _PARTS:
-                raise ValueError(f"DateParts: unknown part {p!r}; choose from {', '.join(_PARTS)}")
-        for p in self.cyclical:
-            if _PARTS.get(p) not in _CYCLES:
-                raise ValueError(f"DateParts: no period for cyclical part {p!r}; choose from {', '.join(_CYCLES)}")
+    def _fit_shared(self, frame: pd.DataFrame, y: Any) -> None:
         self.formats_ = self._formats()
         self.zones_: dict[str, str | None] = {}
         self.tables_: dict[str, OffsetTable | None] = {}
-        for spec in self.input_specs_:
-            zone = self.tz if self.tz is not None else spec.tz
-            if self.tz is not None and spec.kind == "datetime" and spec.tz is None:
-                raise ColumnTypeError(spec.name, "naive datetimes have no time zone to convert from",
-                                      hint="localize the column (Series.dt.tz_localize) or drop tz=")
-            self.zones_[spec.name] = zone
-            self.tables_[spec.name] = None if zone is None else self._table(zone, self._ns(frame, spec.name))
+
+    def _fit_column(self, spec: ColumnSpec, values: pd.Series) -> None:
+        zone = self.tz if self.tz is not None else spec.tz
+        if self.tz is not None and spec.kind == "datetime" and spec.tz is None:
+            raise ColumnTypeError(spec.name, "naive datetimes have no time zone to convert from",
+                                  hint="localize the column (Series.dt.tz_localize) or drop tz=")
+        self.zones_[spec.name] = zone
+        self.tables_[spec.name] = None if zone is None else self._table(zone, self._ns(spec, values))
 
     def _table(self, zone: str, ns: np.ndarray) -> OffsetTable:
         seen = ns[ns != NA_INT64]
@@ -173,63 +178,55 @@ class DateParts(_DateInputs):
         s = pd.Series(ns.astype(np.int64).view("datetime64[ns]"))
         return s if zone is None else s.dt.tz_localize("UTC").dt.tz_convert(zone)
 
-    def _names_out(self) -> list[str]:
-        names = []
-        for c in self.feature_names_in_:
-            names += [f"{c}_{p}" for p in self.parts]
-            for p in self.cyclical:
-                names += [f"{c}_{p}_sin", f"{c}_{p}_cos"]
-        return names
+    def _column_names(self, name: str) -> list[str]:
+        return [f"{name}_{p}" for p in self.parts] + [f"{name}_{p}_{f}" for p in self.cyclical for f in ("sin", "cos")]
 
-    def _transform(self, frame: pd.DataFrame) -> pd.DataFrame:
-        out: dict[str, np.ndarray] = {}
-        for c in self.feature_names_in_:
-            s = self._series(self._ns(frame, c), self.zones_[c])
-            for p in self.parts:
-                out[f"{c}_{p}"] = _pandas_part(s, p)
-            for p in self.cyclical:
-                first, period = _CYCLES[_PARTS[p]]
-                value = _pandas_part(s, p)
-                if period == "days_in_month":
-                    period = s.dt.days_in_month.astype("Float64").to_numpy(np.float64, na_value=np.nan)
-                elif period == "days_in_year":
-                    period = np.where(s.dt.is_leap_year.to_numpy(bool), 366.0, 365.0)
-                angle = (2 * np.pi) * ((value - first) / period)
-                out[f"{c}_{p}_sin"] = np.sin(angle)
-                out[f"{c}_{p}_cos"] = np.cos(angle)
-        return pd.DataFrame(out, index=frame.index)
+    def _transform_column(self, spec: ColumnSpec, values: pd.Series) -> dict[str, np.ndarray]:
+        c = spec.name
+        s = self._series(self._ns(spec, values), self.zones_[c])
+        out = {f"{c}_{p}": _pandas_part(s, p) for p in self.parts}
+        for p in self.cyclical:
+            first, period = _CYCLES[_PARTS[p]]
+            value = _pandas_part(s, p)
+            if period == "days_in_month":
+                period = s.dt.days_in_month.astype("Float64").to_numpy(np.float64, na_value=np.nan)
+            elif period == "days_in_year":
+                period = np.where(s.dt.is_leap_year.to_numpy(bool), 366.0, 365.0)
+            angle = (2 * np.pi) * ((value - first) / period)
+            out[f"{c}_{p}_sin"] = np.sin(angle)
+            out[f"{c}_{p}_cos"] = np.cos(angle)
+        return out
 
-    def emit(self, g: GraphBuilder, cols: list[Col]) -> list[Col]:
+    def _emit_column(self, g: GraphBuilder, spec: ColumnSpec, col: Col) -> list[Col]:
         out = []
-        for col in cols:
-            ns = self._emit_ns(g, col)
-            valid = ns != INT64_MIN
-            utc = where(valid, ns, 0)
-            table = self.tables_[col.name]
-            if table is not None:
-                inside = covered(utc, table)
-                if not table.fixed_zone:
-                    g.flag((valid & ~inside).value, "out_of_range", col.name,
-                           covers=f"the years {_year(table.start)}-{_year(table.end) - 1} of time zone {table.tz}",
-                           hint="rebuild with a larger DateParts(tz_margin=...) or data covering these dates")
-                utc = local_time(utc, table)
-            cal = Calendar(utc)
-            for p in self.parts:
-                part = getattr(cal, _PARTS[p])
-                if p in _FLAGS:
-                    out.append(Col(f"{col.name}_{p}", "bool", (part & valid).value, BOOL))
-                else:
-                    out.append(Col(f"{col.name}_{p}", "float", _masked(part, valid).value, DOUBLE))
-            for p in self.cyclical:
-                first, period = _CYCLES[_PARTS[p]]
-                value = _masked(getattr(cal, _PARTS[p]), valid)
-                if period == "days_in_month":
-                    period = cal.days_in_month.cast(DOUBLE)
-                elif period == "days_in_year":
-                    period = where(cal.is_leap_year, 366.0, 365.0)
-                angle = ((value - float(first)) / period) * (2 * np.pi)
-                out.append(Col(f"{col.name}_{p}_sin", "float", angle.unary("Sin").value, DOUBLE))
-                out.append(Col(f"{col.name}_{p}_cos", "float", angle.unary("Cos").value, DOUBLE))
+        ns = self._emit_ns(g, col, spec.name)
+        valid = ns != INT64_MIN
+        utc = where(valid, ns, 0)
+        table = self.tables_[spec.name]
+        if table is not None:
+            inside = covered(utc, table)
+            if not table.fixed_zone:
+                g.flag((valid & ~inside).value, "out_of_range", col.name,
+                       covers=f"the years {_year(table.start)}-{_year(table.end) - 1} of time zone {table.tz}",
+                       hint="rebuild with a larger DateParts(tz_margin=...) or data covering these dates")
+            utc = local_time(utc, table)
+        cal = Calendar(utc)
+        for p in self.parts:
+            part = getattr(cal, _PARTS[p])
+            if p in _FLAGS:
+                out.append(Col(f"{col.name}_{p}", "bool", (part & valid).value, BOOL))
+            else:
+                out.append(Col(f"{col.name}_{p}", "float", _masked(part, valid).value, DOUBLE))
+        for p in self.cyclical:
+            first, period = _CYCLES[_PARTS[p]]
+            value = _masked(getattr(cal, _PARTS[p]), valid)
+            if period == "days_in_month":
+                period = cal.days_in_month.cast(DOUBLE)
+            elif period == "days_in_year":
+                period = where(cal.is_leap_year, 366.0, 365.0)
+            angle = ((value - float(first)) / period) * (2 * np.pi)
+            out.append(Col(f"{col.name}_{p}_sin", "float", angle.unary("Sin").value, DOUBLE))
+            out.append(Col(f"{col.name}_{p}_cos", "float", angle.unary("Cos").value, DOUBLE))
         return out
 
 
@@ -241,6 +238,7 @@ def _year(ns: int) -> int:
     return pd.Timestamp(ns, tz="UTC").year
 
 
+# not ColumnWise: without a reference, its one output comes from two columns
 class DateDiff(_DateInputs):
     """Time between two datetime (or date-string) columns, or since a reference instant, in a unit.
 
@@ -263,9 +261,17 @@ class DateDiff(_DateInputs):
 
     Raises
     ------
-    ValueError
-        for an unknown unit, or two-column mode given another number of columns.
+    ConfigError
+        (a ``ValueError``) for an unknown unit, or two-column mode given another number of columns.
     """
+
+    _parameter_constraints = {
+        "reference": [None, Satisfies("a timestamp (str, datetime or pd.Timestamp)",
+                                      lambda t: pd.notna(pd.Timestamp(t)))],
+        "unit": [StrOptions(set(_UNITS))],
+        "whole": ["boolean"],
+        "format": [str, None],
+    }
 
     def __init__(self, reference: Any = None, *, unit: str = "D", whole: bool = False,
                  format: str | None = None) -> None:
@@ -275,10 +281,9 @@ class DateDiff(_DateInputs):
         self.format = format
 
     def _fit(self, frame: pd.DataFrame, y: Any) -> None:
-        if self.unit not in _UNITS:
-            raise ValueError(f"DateDiff: unit {self.unit!r} is not one of {', '.join(_UNITS)}")
-        if self.reference is None and self.n_features_in_ != 2:
-            raise ValueError(f"DateDiff without a reference takes two columns (end, start), got {self.n_features_in_}")
+        if self.reference is None and self.n_features_in_ != 2:  # the parameter and the data together
+            raise self._refuse("reference", f"is None, so DateDiff takes two columns (end, start); it was given "
+                               f"{self.n_features_in_}", hint="give it two columns, or a reference= timestamp")
         self.formats_ = self._formats()
         self.reference_ns_ = None
         if self.reference is not None:
@@ -300,8 +305,8 @@ class DateDiff(_DateInputs):
         out = {}
         unit = pd.Timedelta(1, self.unit)
         for name, (a, b) in zip(self._names_out(), self._pairs()):
-            end = pd.Series(self._ns(frame, a).view("datetime64[ns]"))
-            start = (pd.Series(self._ns(frame, b).view("datetime64[ns]")) if b is not None
+            end = pd.Series(self._ns(self._spec(a), frame[a]).view("datetime64[ns]"))
+            start = (pd.Series(self._ns(self._spec(b), frame[b]).view("datetime64[ns]")) if b is not None
                      else pd.Timestamp(self.reference_ns_))
             delta = end - start
             out[name] = (delta // unit if self.whole else delta / unit).astype("Float64").to_numpy(
@@ -313,10 +318,10 @@ class DateDiff(_DateInputs):
         out = []
         unit = _UNITS[self.unit]
         for name, (a, b) in zip(self._names_out(), self._pairs()):
-            end = self._emit_ns(g, by_name[a])
+            end = self._emit_ns(g, by_name[a], a)
             valid = end != INT64_MIN
             if b is not None:
-                start = self._emit_ns(g, by_name[b])
+                start = self._emit_ns(g, by_name[b], b)
                 valid = valid & (start != INT64_MIN)
             else:
                 start = end.lift(self.reference_ns_)

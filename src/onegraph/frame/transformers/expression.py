@@ -24,6 +24,7 @@ from onegraph.emit import BOOL, DOUBLE, INT64, STRING, Col, GraphBuilder
 from onegraph.errors import ColumnTypeError, ExportError, MissingColumnError
 from onegraph.frame.tensors import Val, scalar, where
 from onegraph.frame.transformers.base import FrameTransformer, numbers, texts
+from onegraph.frame.transformers.constraints import Satisfies
 
 __all__ = ["ExpressionError", "Expression"]
 
@@ -342,6 +343,7 @@ def _names(tree: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
 
 
+# not ColumnWise: an expression reads any of the columns
 class Expression(FrameTransformer):
     """New columns computed from an expression over the input columns, parsed safely (no ``eval``).
 
@@ -373,6 +375,12 @@ class Expression(FrameTransformer):
     MissingColumnError
         for a name that is neither a column nor a constant.
     """
+
+    _parameter_constraints = {
+        "expressions": [str, Satisfies("a non-empty dict {output name: expression str}", lambda e: (
+            isinstance(e, dict) and len(e) > 0 and all(isinstance(t, str) for t in e.values())))],
+        "name": [str, None],
+    }
 
     def __init__(self, expressions: str | dict[str, str], *, name: str | None = None) -> None:
         self.expressions = expressions

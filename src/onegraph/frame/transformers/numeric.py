@@ -9,6 +9,7 @@ exports exactly like ours; each writes the same operations in the same order as 
 
 from __future__ import annotations
 
+from numbers import Real
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,7 @@ from onegraph.frame.transformers.base import (
     numbers,
     texts,
 )
+from onegraph.frame.transformers.constraints import Satisfies, sklearn_constraints
 from onegraph.frame.transformers.wrapped import SklearnBacked
 
 __all__ = ["StandardScaler", "emit_standard_scaler", "MinMaxScaler", "emit_min_max_scaler", "RobustScaler",
@@ -217,6 +219,7 @@ def _clip(g: GraphBuilder, x, lower, upper):
     return x
 
 
+# not ColumnWise: one node clips the block of all the columns (one node per column would change the graph)
 class Clip(FrameTransformer):
     """Clip numeric columns to bounds, fixed or learned as quantiles in fit; NaN kept.
 
@@ -233,6 +236,11 @@ class Clip(FrameTransformer):
     """
 
     accepts = NUMERIC_KINDS
+    _parameter_constraints = {
+        "lower": [Real, None], "upper": [Real, None],
+        "quantile_range": [Satisfies("a pair (low, high) of percentiles with 0 <= low <= high <= 100",
+                                     lambda q: len(q) == 2 and 0 <= q[0] <= q[1] <= 100), None],
+    }
 
     def __init__(self, lower: float | None = None, upper: float | None = None,
                  quantile_range: tuple[float, float] | None = None) -> None:
@@ -244,8 +252,6 @@ class Clip(FrameTransformer):
         k = frame.shape[1]
         if self.quantile_range is not None:
             q_low, q_high = self.quantile_range
-            if not 0 <= q_low <= q_high <= 100:
-                raise ValueError(f"quantile_range={self.quantile_range!r}: need 0 <= low <= high <= 100")
             data = np.column_stack([numbers(s, frame[s.name]) for s in self.input_specs_]) if k else np.empty((0, 0))
             with np.errstate(all="ignore"):
                 self.lower_ = np.nanpercentile(data, q_low, axis=0) if len(data) else np.full(k, np.nan)
@@ -274,11 +280,13 @@ class Clip(FrameTransformer):
         return g.block(y, [c.name for c in cols], "float", DOUBLE)
 
 
+# not ColumnWise: one node computes the block of all the columns, as for Clip
 class LogTransformer(FrameTransformer):
     """Natural log of ``x + offset`` (``offset=1`` is ``np.log1p``); values at or below ``-offset`` give
     NaN (where numpy gives -inf / NaN with a warning, the graph gives the same: -inf at ``-offset``)."""
 
     accepts = NUMERIC_KINDS
+    _parameter_constraints = {"offset": [Real]}
 
     def __init__(self, offset: float = 1.0) -> None:
         self.offset = offset
@@ -302,6 +310,7 @@ class LogTransformer(FrameTransformer):
 
 
 # -- imputation -----------------------------------------------------------------------------------
+# not ColumnWise: scikit-learn fits the numeric columns together, and the text columns together
 class SimpleImputer(FrameTransformer):
     """Fill missing values per column: mean, median, most frequent value, or a constant.
 
@@ -314,6 +323,9 @@ class SimpleImputer(FrameTransformer):
 
     Output: numeric columns as float64, text columns as text.
     """
+
+    _parameter_constraints = sklearn_constraints(sklearn.impute.SimpleImputer, "strategy", "fill_value",
+                                                 "add_indicator", "keep_empty_features")
 
     def __init__(self, *, strategy: str = "mean", fill_value: Any = None, add_indicator: bool = False,
                  keep_empty_features: bool = False) -> None:

@@ -7,13 +7,16 @@ from typing import Any
 
 import pandas as pd
 
+from onegraph.contract.columns import KINDS
 from onegraph.emit import Col, GraphBuilder
 from onegraph.errors import MissingColumnError
 from onegraph.frame.transformers.base import FrameTransformer
+from onegraph.frame.transformers.constraints import Satisfies, names
 
 __all__ = ["ColumnSelector"]
 
 
+# not ColumnWise: it chooses columns, and computes none
 class ColumnSelector(FrameTransformer):
     """Keep some columns, in the order given, unchanged.
 
@@ -32,6 +35,13 @@ class ColumnSelector(FrameTransformer):
 
     Raises :class:`~onegraph.errors.MissingColumnError` in fit when a named column is absent.
     """
+
+    _parameter_constraints = {
+        "columns": [names(), None],
+        "kinds": [names((*KINDS, "number")), None],
+        "pattern": [Satisfies("a regular expression (str)", lambda p: isinstance(p, str) and re.compile(p)), None],
+        "drop": ["boolean"],
+    }
 
     def __init__(self, columns: list[str] | None = None, *, kinds: list[str] | None = None,
                  pattern: str | None = None, drop: bool = False) -> None:

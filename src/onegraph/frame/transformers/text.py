@@ -9,17 +9,20 @@ pandas' NaN / None; in the graph it is :data:`~onegraph.contract.columns.MISSING
 from __future__ import annotations
 
 import re
+from numbers import Integral
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from sklearn.utils._param_validation import Interval, StrOptions
 
-from onegraph.contract.columns import MISSING_STRING
+from onegraph.contract.columns import MISSING_STRING, ColumnSpec
 from onegraph.emit import BOOL, DOUBLE, INT64, STRING, Col, GraphBuilder
-from onegraph.errors import ColumnTypeError, ConfigError
+from onegraph.errors import ColumnTypeError
 from onegraph.frame.strings import concat, full_match, part, split, text
 from onegraph.frame.tensors import Val, any_of, maximum, where
-from onegraph.frame.transformers.base import FrameTransformer, numbers, texts
+from onegraph.frame.transformers.base import ColumnWise, FrameTransformer, numbers, texts
+from onegraph.frame.transformers.constraints import Satisfies
 
 __all__ = ["StringConcat", "StringSplit", "ValueMap", "RegexMatch"]
 
@@ -37,6 +40,7 @@ def _object(values: np.ndarray) -> pd.Series:
 
 
 # -- concatenation ---------------------------------------------------------------------------------
+# not ColumnWise: its one output combines all the columns
 class StringConcat(FrameTransformer):
     """Join the columns row by row with a separator, as ``first.str.cat([others...], sep=separator)``.
 
@@ -54,6 +58,7 @@ class StringConcat(FrameTransformer):
     """
 
     accepts = ("string", "int")
+    _parameter_constraints = {"separator": [str], "na_rep": [str, None], "name": [str, None]}
 
     def __init__(self, separator: str = "", *, na_rep: str | None = None, name: str | None = None) -> None:
         self.separator = separator
@@ -102,7 +107,7 @@ class StringConcat(FrameTransformer):
 
 
 # -- splitting ---------------------------------------------------------------------------------------
-class StringSplit(FrameTransformer):
+class StringSplit(ColumnWise):
     """Split text on a literal separator, as pandas ``Series.str.split(separator, regex=False)``.
 
     Parameters
@@ -122,64 +127,62 @@ class StringSplit(FrameTransformer):
     """
 
     accepts = ("string",)
+    _parameter_constraints = {
+        # an empty separator would split on runs of spaces in ONNX, on nothing in pandas
+        "separator": [Satisfies("a non-empty str", lambda sep: isinstance(sep, str) and sep != "")],
+        "n_parts": [Interval(Integral, 1, None, closed="left"), None],
+        "index": [Integral, None],
+    }
 
     def __init__(self, separator: str, *, n_parts: int | None = None, index: int | None = None) -> None:
         self.separator = separator
         self.n_parts = n_parts
         self.index = index
 
-    def _fit(self, frame: pd.DataFrame, y: Any) -> None:
-        if not isinstance(self.separator, str) or not self.separator:
-            raise ValueError("StringSplit needs a non-empty literal separator")
-        if self.n_parts is not None and self.index is not None:
-            raise ValueError("StringSplit: give n_parts or index, not both")
+    def _fit_shared(self, frame: pd.DataFrame, y: Any) -> None:
+        if self.n_parts is not None and self.index is not None:  # two parameters: not declarable
+            raise self._refuse("index", "is given with n_parts",
+                               hint="give n_parts for columns of parts, or index for one part, not both")
         self.n_parts_ = {}
-        for s in self.input_specs_:
-            if self.index is not None:
-                continue
-            if self.n_parts is not None:
-                self.n_parts_[s.name] = int(self.n_parts)
-                continue
-            counts = [v.count(self.separator) + 1 for v in texts(s, frame[s.name]) if isinstance(v, str)]
-            self.n_parts_[s.name] = max(counts, default=1)
 
-    def _names_out(self) -> list[str]:
+    def _fit_column(self, spec: ColumnSpec, values: pd.Series) -> None:
         if self.index is not None:
-            return [f"{c}_{self.index}" for c in self.feature_names_in_]
-        return [f"{c}_{i}" for c in self.feature_names_in_ for i in range(self.n_parts_[c])]
+            return
+        if self.n_parts is not None:
+            self.n_parts_[spec.name] = int(self.n_parts)
+            return
+        counts = [v.count(self.separator) + 1 for v in texts(spec, values) if isinstance(v, str)]
+        self.n_parts_[spec.name] = max(counts, default=1)
 
-    def _transform(self, frame: pd.DataFrame) -> pd.DataFrame:
-        out = {}
-        for s in self.input_specs_:
-            values = _object(texts(s, frame[s.name]))
-            if self.index is not None:
-                out[f"{s.name}_{self.index}"] = values.str.split(self.separator, regex=False).str[self.index].to_numpy(object)
-                continue
-            k = self.n_parts_[s.name]
-            if k == 1:  # pandas reads n=0 as "no limit"; one part is the whole text
-                out[f"{s.name}_0"] = values.to_numpy(object)
-                continue
-            parts = values.str.split(self.separator, n=k - 1, regex=False, expand=True)
-            for i in range(k):
-                out[f"{s.name}_{i}"] = parts[i].to_numpy(object) if i in parts.columns else np.full(len(values), None)
-        return pd.DataFrame(out, index=frame.index)
+    def _column_names(self, name: str) -> list[str]:
+        if self.index is not None:
+            return [f"{name}_{self.index}"]
+        return [f"{name}_{i}" for i in range(self.n_parts_[name])]
 
-    def emit(self, g: GraphBuilder, cols: list[Col]) -> list[Col]:
+    def _transform_column(self, spec: ColumnSpec, values: pd.Series) -> np.ndarray | dict[str, np.ndarray]:
+        values = _object(texts(spec, values))
+        if self.index is not None:
+            return values.str.split(self.separator, regex=False).str[self.index].to_numpy(object)
+        k = self.n_parts_[spec.name]
+        if k == 1:  # pandas reads n=0 as "no limit"; one part is the whole text
+            return values.to_numpy(object)
+        parts = values.str.split(self.separator, n=k - 1, regex=False, expand=True)
+        return {f"{spec.name}_{i}": parts[i].to_numpy(object) if i in parts.columns else np.full(len(values), None)
+                for i in range(k)}
+
+    def _emit_column(self, g: GraphBuilder, spec: ColumnSpec, col: Col) -> list[Col]:
+        x = _text_col(g, col)
+        absent = _missing(x)
+        if self.index is not None:
+            return [Col(f"{col.name}_{self.index}", "string", self._indexed(x, absent).value, STRING)]
+        k = self.n_parts_[spec.name]
+        parts, count = split(x, self.separator, k - 1)
+        count = maximum(count, 1)
         out = []
-        for col in cols:
-            x = _text_col(g, col)
-            absent = _missing(x)
-            if self.index is not None:
-                out.append(Col(f"{col.name}_{self.index}", "string", self._indexed(x, absent).value, STRING))
-                continue
-            k = self.n_parts_[col.name]
-            parts, count = split(x, self.separator, k - 1)
-            count = maximum(count, 1)
-            for i in range(k):
-                present = (count > i) & ~absent
-                out.append(Col(f"{col.name}_{i}", "string", where(present, part(parts, i), MISSING_STRING).value, STRING))
+        for i in range(k):
+            present = (count > i) & ~absent
+            out.append(Col(f"{col.name}_{i}", "string", where(present, part(parts, i), MISSING_STRING).value, STRING))
         return out
-
 
     def _indexed(self, x: Val, absent: Val) -> Val:
         """Part ``index`` of each row. The separator is appended first, so every row has at least two
@@ -218,7 +221,18 @@ def _is_missing_key(k: Any) -> bool:
     return k is None or k is pd.NA or (isinstance(k, float) and np.isnan(k))
 
 
-class ValueMap(FrameTransformer):
+def _result_kind(mapping: dict) -> str | None:
+    """``"float"`` when the new values are all numbers, ``"string"`` when all text (or missing), else None."""
+    values = list(mapping.values())
+    numeric = [isinstance(v, (int, float, np.number, bool, np.bool_)) and not isinstance(v, str) for v in values]
+    if all(numeric):
+        return "float"
+    if not any(numeric) and all(isinstance(v, str) or _is_missing_key(v) for v in values):
+        return "string"
+    return None
+
+
+class ValueMap(ColumnWise):
     """Replace values through a mapping, with pandas ``map`` / ``replace`` semantics.
 
     Parameters
@@ -236,54 +250,40 @@ class ValueMap(FrameTransformer):
     per column finds the key.
     """
 
+    _parameter_constraints = {
+        "mapping": [Satisfies("a non-empty dict whose new values are all text or all numbers",
+                              lambda m: isinstance(m, dict) and len(m) > 0 and _result_kind(m) is not None)],
+        "unmatched": "no_validation",  # any default; whether it suits the column is checked in fit
+    }
+
     def __init__(self, mapping: dict, *, unmatched: Any = "keep") -> None:
         self.mapping = mapping
         self.unmatched = unmatched
 
-    def _fit(self, frame: pd.DataFrame, y: Any) -> None:
-        if not isinstance(self.mapping, dict) or not self.mapping:
-            raise ValueError("ValueMap needs a non-empty dict")
-        values = list(self.mapping.values())
-        numeric = [isinstance(v, (int, float, np.number, bool, np.bool_)) and not isinstance(v, str) for v in values]
-        if all(numeric):
-            self.kind_ = "float"
-        elif not any(numeric) and all(isinstance(v, str) or _is_missing_key(v) for v in values):
-            self.kind_ = "string"
-        else:
-            raise ValueError("ValueMap: the new values must be all text or all numbers")
-        keep = isinstance(self.unmatched, str) and self.unmatched == "keep"
-        for spec in self.input_specs_:
-            own = "string" if spec.kind == "string" else "float" if spec.kind in ("float", "int", "bool") else None
-            if own is None:
-                raise ColumnTypeError(spec.name, f"ValueMap takes text or numeric columns, this one is {spec.kind}")
-            if keep and own != self.kind_:
-                raise ColumnTypeError(spec.name, f"unmatched values would be {own} among {self.kind_} results",
-                                      hint="give new values of the column's kind, or unmatched=<a default>")
-            for k in self.mapping:
-                if not _is_missing_key(k) and (isinstance(k, str) != (own == "string")):
-                    raise ColumnTypeError(spec.name, f"mapping key {k!r} does not match the column's {own} values")
+    def _keeps(self) -> bool:
+        return isinstance(self.unmatched, str) and self.unmatched == "keep"
 
-    def _names_out(self) -> list[str]:
-        return list(self.feature_names_in_)
+    def _fit_shared(self, frame: pd.DataFrame, y: Any) -> None:
+        self.kind_ = _result_kind(self.mapping)
 
-    def _column(self, frame: pd.DataFrame, spec) -> pd.Series:
-        return _object(texts(spec, frame[spec.name])) if spec.kind == "string" else pd.Series(numbers(spec, frame[spec.name]))
+    def _fit_column(self, spec: ColumnSpec, values: pd.Series) -> None:
+        own = "string" if spec.kind == "string" else "float" if spec.kind in ("float", "int", "bool") else None
+        if own is None:
+            raise ColumnTypeError(spec.name, f"ValueMap takes text or numeric columns, this one is {spec.kind}")
+        if self._keeps() and own != self.kind_:
+            raise ColumnTypeError(spec.name, f"unmatched values would be {own} among {self.kind_} results",
+                                  hint="give new values of the column's kind, or unmatched=<a default>")
+        for k in self.mapping:
+            if not _is_missing_key(k) and (isinstance(k, str) != (own == "string")):
+                raise ColumnTypeError(spec.name, f"mapping key {k!r} does not match the column's {own} values")
 
-    def _transform(self, frame: pd.DataFrame) -> pd.DataFrame:
-        out = {}
+    def _transform_column(self, spec: ColumnSpec, values: pd.Series) -> np.ndarray:
+        s = _object(texts(spec, values)) if spec.kind == "string" else pd.Series(numbers(spec, values))
         # missing values are NaN on this side: a None / pd.NA key is the NaN key
         mapping = {(np.nan if _is_missing_key(k) else k): v for k, v in self.mapping.items()}
-        keys = list(mapping)
-        for spec in self.input_specs_:
-            s = self._column(frame, spec)
-            mapped = s.map(mapping)
-            if isinstance(self.unmatched, str) and self.unmatched == "keep":
-                result = mapped.where(s.isin(keys), s)
-            else:
-                result = mapped.where(s.isin(keys), self.unmatched)
-            out[spec.name] = (result.to_numpy(object) if self.kind_ == "string"
-                              else pd.to_numeric(result).to_numpy(np.float64))
-        return pd.DataFrame(out, index=frame.index)
+        mapped = s.map(mapping)
+        result = mapped.where(s.isin(list(mapping)), s if self._keeps() else self.unmatched)
+        return result.to_numpy(object) if self.kind_ == "string" else pd.to_numeric(result).to_numpy(np.float64)
 
     def _tables(self, kind: str) -> tuple[np.ndarray, np.ndarray]:
         keys = list(self.mapping)
@@ -298,46 +298,40 @@ class ValueMap(FrameTransformer):
             v = np.array([float(x) for x in vals], dtype=np.float64)
         return k, v
 
-    def emit(self, g: GraphBuilder, cols: list[Col]) -> list[Col]:
-        from onegraph.frame.transformers.categorical import label_lookup
+    def _emit_column(self, g: GraphBuilder, spec: ColumnSpec, col: Col) -> Col:
+        from onegraph.frame.transformers.categorical import label_lookup, lookup_index
 
-        out = []
-        keep = isinstance(self.unmatched, str) and self.unmatched == "keep"
         dtype = STRING if self.kind_ == "string" else DOUBLE
-        for col in cols:
-            keys, new = self._tables(col.kind if col.kind == "string" else "float")
-            if not keep:  # one lookup, the default in place of unmatched values
-                default = (MISSING_STRING if _is_missing_key(self.unmatched) else str(self.unmatched)) \
-                    if self.kind_ == "string" else (np.nan if _is_missing_key(self.unmatched) else float(self.unmatched))
-                out.append(Col(col.name, self.kind_, label_lookup(g, col, keys, new, default), dtype))
-                continue
-            # unmatched values kept: look up with a default no mapped value takes, then put them back
-            if self.kind_ == "string":
-                sentinel = "\uffff\uffffunmatched"
-                found = Val(g, label_lookup(g, col, keys, new, sentinel), STRING)
-                original = _text_col(g, col)
-                result = where(found == sentinel, original, found)
-            elif not np.isnan(new).any():
-                found = Val(g, label_lookup(g, col, keys, new, np.nan), DOUBLE)
-                original = Val(g, g.vector(g.as_double(col)), DOUBLE)
-                result = where(found.isnan(), original, found)
-            else:  # NaN among the new values: tell matches apart by position
-                from onegraph.frame.transformers.categorical import lookup_index
-
-                index = lookup_index(g, col, keys)
-                value = Val(g, g.op("Gather", g.const(new, "mapped"), where(index >= 0, index, 0).value, axis=0,
-                                    dtype=DOUBLE), DOUBLE)
-                result = where(index >= 0, value, Val(g, g.vector(g.as_double(col)), DOUBLE))
-            out.append(Col(col.name, self.kind_, result.value, dtype))
-        return out
+        keys, new = self._tables(col.kind if col.kind == "string" else "float")
+        if not self._keeps():  # one lookup, the default in place of unmatched values
+            default = (MISSING_STRING if _is_missing_key(self.unmatched) else str(self.unmatched)) \
+                if self.kind_ == "string" else (np.nan if _is_missing_key(self.unmatched) else float(self.unmatched))
+            return Col(col.name, self.kind_, label_lookup(g, col, keys, new, default), dtype)
+        # unmatched values kept: look up with a default no mapped value takes, then put them back
+        if self.kind_ == "string":
+            sentinel = "\uffff\uffffunmatched"
+            found = Val(g, label_lookup(g, col, keys, new, sentinel), STRING)
+            original = _text_col(g, col)
+            result = where(found == sentinel, original, found)
+        elif not np.isnan(new).any():
+            found = Val(g, label_lookup(g, col, keys, new, np.nan), DOUBLE)
+            original = Val(g, g.vector(g.as_double(col)), DOUBLE)
+            result = where(found.isnan(), original, found)
+        else:  # NaN among the new values: tell matches apart by position
+            index = lookup_index(g, col, keys)
+            value = Val(g, g.op("Gather", g.const(new, "mapped"), where(index >= 0, index, 0).value, axis=0,
+                                dtype=DOUBLE), DOUBLE)
+            result = where(index >= 0, value, Val(g, g.vector(g.as_double(col)), DOUBLE))
+        return Col(col.name, self.kind_, result.value, dtype)
 
 
 # -- regular expressions -----------------------------------------------------------------------------
 _HOW = ("fullmatch", "match", "contains")
 
 
-def _check_pattern(pattern: str, how: str) -> None:
-    """Refuse constructs whose meaning differs between Python's ``re`` and RE2 (or that RE2 lacks)."""
+def _pattern_problem(pattern: str) -> tuple[str, str] | None:
+    """(what is wrong, what to do) for a pattern whose meaning differs between Python's ``re`` and RE2 (or
+    that RE2 lacks), else None."""
     try:
         import re._parser as sre_parse  # Python >= 3.11
     except ImportError:  # pragma: no cover
@@ -345,7 +339,7 @@ def _check_pattern(pattern: str, how: str) -> None:
     try:
         parsed = sre_parse.parse(pattern)
     except re.error as exc:
-        raise ValueError(f"pattern {pattern!r} is not a regular expression: {exc}") from None
+        return f"({pattern!r}) is not a regular expression: {exc}", "give a regular expression Python's re reads"
     bad: set[str] = set()
 
     def walk(items: Any) -> None:
@@ -375,9 +369,10 @@ def _check_pattern(pattern: str, how: str) -> None:
 
     walk(parsed.data)
     if bad:
-        raise ValueError(f"pattern {pattern!r} uses {', '.join(sorted(bad))}, which the graph's RE2 engine "
-                         "reads differently from pandas; write explicit classes ([0-9], [A-Za-z0-9_], "
-                         "[ \\t\\n\\r\\f\\v]) and use how='fullmatch' instead of $")
+        return (f"({pattern!r}) uses {', '.join(sorted(bad))}, which the graph's RE2 engine reads differently from "
+                "pandas", "write explicit classes ([0-9], [A-Za-z0-9_], [ \\t\\n\\r\\f\\v]) and use "
+                "how='fullmatch' instead of $")
+    return None
 
 
 def _runtime_accepts(pattern: str) -> str | None:
@@ -396,7 +391,7 @@ def _runtime_accepts(pattern: str) -> str | None:
     return None
 
 
-class RegexMatch(FrameTransformer):
+class RegexMatch(ColumnWise):
     """True where text matches a regular expression: ``Series.str.fullmatch`` / ``match`` / ``contains``.
 
     Parameters
@@ -420,11 +415,13 @@ class RegexMatch(FrameTransformer):
 
     Raises
     ------
-    ValueError
-        for a refused construct, or a pattern RE2 (onnxruntime) rejects.
+    ConfigError
+        (a ``ValueError``) for a refused construct, or a pattern RE2 (onnxruntime) rejects.
     """
 
     accepts = ("string",)
+    _parameter_constraints = {"pattern": [str], "how": [StrOptions(set(_HOW))], "case": ["boolean"],
+                              "na": ["boolean", None]}
 
     def __init__(self, pattern: str, *, how: str = "fullmatch", case: bool = True, na: bool | None = None) -> None:
         self.pattern = pattern
@@ -432,44 +429,34 @@ class RegexMatch(FrameTransformer):
         self.case = case
         self.na = na
 
-    def _fit(self, frame: pd.DataFrame, y: Any) -> None:
-        if self.how not in _HOW:
-            raise ConfigError(f"RegexMatch: how={self.how!r}; choose from {', '.join(_HOW)}")
-        if self.na is not None and not isinstance(self.na, (bool, np.bool_)):
-            raise ConfigError(f"RegexMatch: na={self.na!r}; give None (missing stays missing), True or False")
-        _check_pattern(self.pattern, self.how)
+    def _fit_shared(self, frame: pd.DataFrame, y: Any) -> None:
+        # what the pattern means, in both engines: a check of its text, beyond what a declaration says
+        problem = _pattern_problem(self.pattern)
+        if problem is not None:
+            raise self._refuse("pattern", problem[0], hint=problem[1])
         core = f"(?i:{self.pattern})" if not self.case else f"(?:{self.pattern})"
         self.graph_pattern_ = {"fullmatch": core, "match": f"{core}(?s:.*)",
                                "contains": f"(?s:.*){core}(?s:.*)"}[self.how]
-        problem = _runtime_accepts(self.graph_pattern_)
-        if problem is not None:
-            raise ValueError(f"RegexMatch: onnxruntime's RE2 rejects pattern {self.pattern!r}: {problem}")
+        rejected = _runtime_accepts(self.graph_pattern_)
+        if rejected is not None:
+            raise self._refuse("pattern", f"({self.pattern!r}) is rejected by onnxruntime's RE2: {rejected}",
+                               hint="write it in the syntax Python's re and RE2 share")
 
-    def _names_out(self) -> list[str]:
-        return [f"{c}_{self.how}" for c in self.feature_names_in_]
+    def _column_names(self, name: str) -> list[str]:
+        return [f"{name}_{self.how}"]
 
-    def _transform(self, frame: pd.DataFrame) -> pd.DataFrame:
-        out = {}
+    def _transform_column(self, spec: ColumnSpec, values: pd.Series) -> np.ndarray:
+        method = getattr(_object(texts(spec, values)).str, self.how)
         flags = 0 if self.case else re.IGNORECASE
-        for s in self.input_specs_:
-            values = _object(texts(s, frame[s.name]))
-            method = getattr(values.str, self.how)
-            if self.na is None:
-                result = method(self.pattern, flags=flags, na=np.nan)
-                out[f"{s.name}_{self.how}"] = result.to_numpy(dtype=np.float64, na_value=np.nan)
-            else:
-                out[f"{s.name}_{self.how}"] = method(self.pattern, flags=flags, na=bool(self.na)).to_numpy(dtype=bool)
-        return pd.DataFrame(out, index=frame.index)
+        if self.na is None:
+            return method(self.pattern, flags=flags, na=np.nan).to_numpy(dtype=np.float64, na_value=np.nan)
+        return method(self.pattern, flags=flags, na=bool(self.na)).to_numpy(dtype=bool)
 
-    def emit(self, g: GraphBuilder, cols: list[Col]) -> list[Col]:
-        out = []
-        for col in cols:
-            x = _text_col(g, col)
-            hit = full_match(x, self.graph_pattern_)
-            if self.na is None:
-                result = where(_missing(x), np.nan, hit.cast(DOUBLE))
-                out.append(Col(f"{col.name}_{self.how}", "float", result.value, DOUBLE))
-            else:
-                result = where(_missing(x), bool(self.na), hit)
-                out.append(Col(f"{col.name}_{self.how}", "bool", result.value, BOOL))
-        return out
+    def _emit_column(self, g: GraphBuilder, spec: ColumnSpec, col: Col) -> Col:
+        x = _text_col(g, col)
+        hit = full_match(x, self.graph_pattern_)
+        if self.na is None:
+            result = where(_missing(x), np.nan, hit.cast(DOUBLE))
+            return Col(f"{col.name}_{self.how}", "float", result.value, DOUBLE)
+        result = where(_missing(x), bool(self.na), hit)
+        return Col(f"{col.name}_{self.how}", "bool", result.value, BOOL)

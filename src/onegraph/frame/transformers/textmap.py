@@ -25,16 +25,18 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from numbers import Integral
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from sklearn.utils._param_validation import Interval, StrOptions
 
-from onegraph.contract.columns import MISSING_STRING
+from onegraph.contract.columns import MISSING_STRING, ColumnSpec
 from onegraph.emit import BOOL, DOUBLE, INT64, STRING, Col, GraphBuilder
 from onegraph.frame.strings import full_match, join, part, replace, split
 from onegraph.frame.tensors import Val, lookup, maximum, where
-from onegraph.frame.transformers.base import FrameTransformer, texts
+from onegraph.frame.transformers.base import ColumnWise, texts
 from onegraph.frame.transformers.categorical import lookup_index
 
 __all__ = ["StringCase", "StringStrip", "char_code", "stated_hash", "HashEncoder"]
@@ -85,11 +87,12 @@ def _patch(g: GraphBuilder, base: Val, x: Val, rows: Val, compute: Callable[[Val
     return _if(g, _any(g, rows), patched, base)
 
 
-class _Vocabulary(FrameTransformer):
+class _Vocabulary(ColumnWise):
     """Exact values for the fitted vocabulary, a graph computation for the rest (see module docs)."""
 
     accepts = ("string",)
     kind = "string"
+    _parameter_constraints = {"max_vocabulary": [Interval(Integral, 0, None, closed="left")]}
 
     def _python(self, value: str) -> Any:
         raise NotImplementedError
@@ -102,44 +105,35 @@ class _Vocabulary(FrameTransformer):
         """RE2 pattern of values the fallback cannot compute (refused at scoring), or None."""
         return None
 
-    def _fit(self, frame: pd.DataFrame, y: Any) -> None:
+    def _fit_shared(self, frame: pd.DataFrame, y: Any) -> None:
         self.vocabulary_ = {}
-        for spec in self.input_specs_:
-            counts = pd.Series(texts(spec, frame[spec.name]), dtype=object).value_counts(dropna=True)
-            self.vocabulary_[spec.name] = [str(v) for v in counts.index[: self.max_vocabulary]]
 
-    def _names_out(self) -> list[str]:
-        return list(self.feature_names_in_)
+    def _fit_column(self, spec: ColumnSpec, values: pd.Series) -> None:
+        counts = pd.Series(texts(spec, values), dtype=object).value_counts(dropna=True)
+        self.vocabulary_[spec.name] = [str(v) for v in counts.index[: self.max_vocabulary]]
 
-    def _transform(self, frame: pd.DataFrame) -> pd.DataFrame:
-        out = {}
+    def _transform_column(self, spec: ColumnSpec, values: pd.Series) -> np.ndarray:
         missing = None if self.kind == "string" else np.nan
-        for spec in self.input_specs_:
-            values = texts(spec, frame[spec.name])
-            out[spec.name] = np.array([self._python(v) if isinstance(v, str) else missing for v in values],
-                                      dtype=object if self.kind == "string" else np.float64)
-        return pd.DataFrame(out, index=frame.index)
+        return np.array([self._python(v) if isinstance(v, str) else missing for v in texts(spec, values)],
+                        dtype=object if self.kind == "string" else np.float64)
 
-    def emit(self, g: GraphBuilder, cols: list[Col]) -> list[Col]:
-        out = []
+    def _emit_column(self, g: GraphBuilder, spec: ColumnSpec, col: Col) -> Col:
         dtype = STRING if self.kind == "string" else DOUBLE
-        for col in cols:
-            vocab = self.vocabulary_[col.name]
-            keys = np.asarray(vocab + [MISSING_STRING], dtype=object)
-            mapped = [self._python(v) for v in vocab]
-            table = (np.asarray(mapped + [MISSING_STRING], dtype=object) if self.kind == "string"
-                     else np.asarray(mapped + [np.nan], dtype=np.float64))
-            x = Val(g, g.vector(col), STRING)
-            index = lookup_index(g, col, keys)
-            known = lookup(table, maximum(index, 0))
-            unseen = index < 0
-            value = _patch(g, known, x, unseen, self._fallback)
-            refused = self._unsupported()
-            if refused is not None:
-                g.flag((unseen & full_match(x, refused)).value, "out_of_range", col.name,
-                       covers=self._covers(), hint="fit on data holding these values (they are then mapped exactly)")
-            out.append(Col(col.name, self.kind, value.value, dtype))
-        return out
+        vocab = self.vocabulary_[spec.name]
+        keys = np.asarray(vocab + [MISSING_STRING], dtype=object)
+        mapped = [self._python(v) for v in vocab]
+        table = (np.asarray(mapped + [MISSING_STRING], dtype=object) if self.kind == "string"
+                 else np.asarray(mapped + [np.nan], dtype=np.float64))
+        x = Val(g, g.vector(col), STRING)
+        index = lookup_index(g, col, keys)
+        known = lookup(table, maximum(index, 0))
+        unseen = index < 0
+        value = _patch(g, known, x, unseen, self._fallback)
+        refused = self._unsupported()
+        if refused is not None:
+            g.flag((unseen & full_match(x, refused)).value, "out_of_range", col.name,
+                   covers=self._covers(), hint="fit on data holding these values (they are then mapped exactly)")
+        return Col(col.name, self.kind, value.value, dtype)
 
     def _covers(self) -> str:
         return "the values seen in fit, and ASCII for others"
@@ -171,14 +165,12 @@ class StringCase(_Vocabulary):
     Missing values stay missing. Output text, same names.
     """
 
+    _parameter_constraints = {"case": [StrOptions({"lower", "upper", "casefold"})],
+                              **_Vocabulary._parameter_constraints}
+
     def __init__(self, case: str = "lower", *, max_vocabulary: int = 100_000) -> None:
         self.case = case
         self.max_vocabulary = max_vocabulary
-
-    def _fit(self, frame: pd.DataFrame, y: Any) -> None:
-        if self.case not in ("lower", "upper", "casefold"):
-            raise ValueError(f"StringCase: case={self.case!r}; use 'lower', 'upper' or 'casefold'")
-        super()._fit(frame, y)
 
     def _python(self, value: str) -> str:
         return getattr(value, self.case)()
@@ -322,16 +314,14 @@ class HashEncoder(_Vocabulary):
     """
 
     kind = "float"
+    _parameter_constraints = {"n_buckets": [Interval(Integral, 1, None, closed="left")],
+                              "prefix": [Interval(Integral, 1, None, closed="left")],
+                              **_Vocabulary._parameter_constraints}
 
     def __init__(self, n_buckets: int = 1024, *, prefix: int = 16, max_vocabulary: int = 100_000) -> None:
         self.n_buckets = n_buckets
         self.prefix = prefix
         self.max_vocabulary = max_vocabulary
-
-    def _fit(self, frame: pd.DataFrame, y: Any) -> None:
-        if int(self.n_buckets) < 1 or int(self.prefix) < 1:
-            raise ValueError("HashEncoder: n_buckets and prefix must be positive")
-        super()._fit(frame, y)
 
     def _python(self, value: str) -> float:
         return float(stated_hash(value, int(self.n_buckets), int(self.prefix)))

@@ -17,19 +17,27 @@ from sklearn.base import clone
 
 from onegraph.emit import Col, GraphBuilder, find_emitter
 from onegraph.frame.transformers.base import FrameTransformer, matrix_of
+from onegraph.frame.transformers.constraints import sklearn_constraints
 
 __all__ = ["SklearnBacked"]
 
 
+# not ColumnWise: scikit-learn fits all the columns at once
 class SklearnBacked(FrameTransformer):
     """A :class:`FrameTransformer` delegating its statistics to a scikit-learn estimator.
 
     Subclasses set ``sklearn_class`` and ``convert`` (column values -> the array scikit-learn sees), and
-    take the same ``__init__`` parameters as ``sklearn_class``.
+    take the same ``__init__`` parameters as ``sklearn_class``; so they take its declared constraints for
+    them too (set when the subclass is made).
     """
 
     sklearn_class: type
     convert = staticmethod(lambda spec, values: values)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "_parameter_constraints" not in vars(cls):
+            cls._parameter_constraints = sklearn_constraints(cls.sklearn_class, *cls._get_param_names())
 
     def _fit(self, frame: pd.DataFrame, y: Any) -> None:
         self.estimator_ = clone(self.sklearn_class(**self._sklearn_params())).fit(self._matrix(frame), y)
