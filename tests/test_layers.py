@@ -27,6 +27,7 @@ FLOORS = {
     "convert": 7, "export": 7,
     "spark": 8, "media": 8, "serve": 8,
     "cli": 9,
+    "campaign": 10,
 }
 
 
