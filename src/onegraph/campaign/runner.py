@@ -91,8 +91,8 @@ def main() -> None:
     os.dup2(2, 1)  # native code printing to fd 1 must not corrupt the protocol
     sys.stdout = sys.stderr
     _limit_memory()
-    import onegraph.cli  # noqa: F401 - imported before the first case, so its time is not the case's
     import onegraph.campaign.targets  # noqa: F401
+    import onegraph.cli  # noqa: F401 - imported before the first case, so its time is not the case's
 
     protocol.write(json.dumps({"ready": os.getpid()}) + "\n")
     for line in sys.stdin:

@@ -80,13 +80,11 @@ def _penguins() -> bytes:
 
 def _with_stats(model: bytes, csv: Path) -> bytes:
     import onnx
-
+    import onnx_ir as ir
     import pandas as pd
 
     from onegraph.passes import inline
     from onegraph.stats import annotate, calibrate, quant_params
-
-    import onnx_ir as ir
 
     flat = ir.from_proto(onnx.ModelProto.FromString(model))
     inline(flat)  # every tensor a graph value, so each gets its statistics
@@ -115,9 +113,9 @@ def _quantized() -> bytes:
 
 def _feeds(model: bytes) -> dict[str, np.ndarray]:
     """Generated inputs of a seed (our own valid bytes): what ``--data`` gives the targets for it."""
-    from onegraph.verify.feeds import generated_feeds
-
     import onnx
+
+    from onegraph.verify.feeds import generated_feeds
 
     return generated_feeds(onnx.ModelProto.FromString(model), rows=4, seed=0)
 

@@ -35,6 +35,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from onegraph.check import native
 from onegraph.check.loader import load_model
 from onegraph.convert.report import ConversionReport, NodeConversion
 from onegraph.errors import ConversionError, OnegraphError
@@ -238,7 +239,7 @@ def _float32_outputs(model: onnx.ModelProto, fp32: onnx.ModelProto) -> None:
 
 def _elem_types(model: onnx.ModelProto) -> dict[str, int]:
     try:
-        inferred = onnx.shape_inference.infer_shapes(model)
+        inferred = native.infer_shapes(model)
     except Exception:  # without inference only declared types are known
         inferred = model
     g = inferred.graph

@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 import onnx
 import onnx_ir as ir
-from onnx import version_converter
 
+from onegraph.check import irsafe, native
 from onegraph.check.loader import load_model
 from onegraph.convert import opset_adapters as adapters
 from onegraph.convert import preserve
@@ -196,11 +196,11 @@ def _set_opsets(converted: onnx.ModelProto, original: onnx.ModelProto, dst: int,
 
 def _check(original: onnx.ModelProto, converted: onnx.ModelProto, report: ConversionReport) -> None:
     try:
-        onnx.checker.check_model(original)
+        native.check_model(original)
     except onnx.checker.ValidationError:
         return  # the original does not pass either: the checker cannot judge the conversion
     try:
-        onnx.checker.check_model(converted)
+        native.check_model(converted)
     except onnx.checker.ValidationError as exc:
         report.nodes.append(NodeConversion("(model)", "checker", "", "graph", None, None,
                                            f"the converted model fails onnx's checker: {str(exc)[:400]}", ok=False))
@@ -246,7 +246,7 @@ def _all_nodes(model: onnx.ModelProto) -> list[onnx.NodeProto]:
 def _call_input_types(model: onnx.ModelProto) -> dict[tuple[str, str, str], list[onnx.TypeProto | None]]:
     """The input types of the first main-graph call of each local function, by (domain, name, overload)."""
     try:
-        model = onnx.shape_inference.infer_shapes(model)
+        model = native.infer_shapes(model)
     except Exception:  # as in convert_graph: a help, never a requirement
         pass
     g = model.graph
@@ -297,10 +297,10 @@ def convert_graph(unit: onnx.ModelProto, src: int, dst: int, where: str, notes: 
     """
     if infer:
         try:
-            unit = onnx.shape_inference.infer_shapes(unit)
+            unit = native.infer_shapes(unit)
         except Exception:  # shape inference is a help for the adapters, never a requirement
             pass
-    model = ir.serde.deserialize_model(unit)
+    model = irsafe.from_proto(unit)
     temporary: set[str] = set()
     records: dict[str, NodeConversion] = {}
     refs: dict[str, list[ir.Attr]] = {}
@@ -319,17 +319,17 @@ def convert_graph(unit: onnx.ModelProto, src: int, dst: int, where: str, notes: 
     if any(not r.ok for r in records.values()):
         return unit, _unreached(records)
 
-    base = ir.serde.serialize_model(model)
+    base = irsafe.to_proto(model)
     planned = adapters.preempted(src, dst)
     while True:
-        trial = ir.serde.deserialize_model(base)
+        trial = irsafe.from_proto(base)
         failed = _apply_adapters(trial, planned, src, dst, records)
         if failed:
             return unit, _unreached(records)
-        proto = ir.serde.serialize_model(trial)
+        proto = irsafe.to_proto(trial)
         proto.opset_import.append(onnx.helper.make_opsetid(TARGET_DOMAIN, 1))
         try:
-            out = version_converter.convert_version(proto, dst) if src != dst else proto
+            out = native.convert_version(proto, dst) if src != dst else proto
             break
         except Exception as exc:  # the converter raises RuntimeError / IndexError with its assertion text
             message = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
@@ -349,7 +349,7 @@ def convert_graph(unit: onnx.ModelProto, src: int, dst: int, where: str, notes: 
                 raise ConversionError(f"onnx's version converter failed on {where}: {_short(message)}") from None
             return unit, _unreached(records)
 
-    converted = ir.serde.deserialize_model(out)
+    converted = irsafe.from_proto(out)
     for node in ir.traversal.RecursiveGraphIterator(converted.graph):
         if node.domain == TARGET_DOMAIN:
             node.domain = ""

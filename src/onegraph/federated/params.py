@@ -33,6 +33,7 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
+from onegraph.check import irsafe
 from onegraph.errors import FederatedError
 from onegraph.federated.fingerprint import dtype_name, fingerprint
 
@@ -119,7 +120,7 @@ def load(model: Any, *, trusted: bool = False, role: str = "model") -> Loaded:
     proto = load_model(model, trusted=trusted)
     is_file = isinstance(model, (str, os.PathLike))
     digest = model_hash(model if is_file or isinstance(model, (bytes, bytearray)) else proto)
-    loaded = ir.from_proto(proto)
+    loaded = irsafe.from_proto(proto, f"{role} {model}" if is_file else f"the {role}")
     if is_file:
         ir.external_data.set_base_dir(loaded.graph, os.path.dirname(os.path.abspath(model)))
     label = f"{role} {model}" if is_file else f"the {role}"

@@ -60,7 +60,7 @@ import onnx
 import onnx_ir as ir
 from pydantic import ValidationError
 
-from onegraph.check.loader import load_model
+from onegraph.check.loader import load_ir
 from onegraph.errors import OnegraphError
 from onegraph.stats.accumulators import (
     ChannelStats,
@@ -260,7 +260,7 @@ class StripStatsPass(ir.passes.InPlacePass):
 def _ir_model(model: Any) -> ir.Model:
     if isinstance(model, ir.Model):
         return model
-    return ir.from_proto(load_model(model))
+    return load_ir(model)
 
 
 def annotate(model: Any, stats: Mapping[str, TensorStats], qparams: Mapping[str, QuantParams] | None = None,

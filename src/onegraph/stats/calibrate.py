@@ -28,7 +28,9 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
+from onegraph.check import irsafe, native
 from onegraph.check.loader import load_model
+from onegraph.check.source import is_in_memory_model
 from onegraph.errors import (
     ConfigError,
     DataError,
@@ -182,11 +184,11 @@ def calibrate(model: Any, data: Any, *, tensors: Sequence[str] | None = None, op
         when onnxruntime fails on a batch.
     """
     proto = _as_proto(model)
-    try:
-        proto = onnx.shape_inference.infer_shapes(proto)
+    try:  # the file passed the check, which ran inference on it: in this process for a model given in memory
+        proto = native.infer_shapes(proto, isolated=not is_in_memory_model(model))
     except Exception:  # noqa: BLE001 - types then come from the value infos the model carries
         pass
-    ir_model = ir.from_proto(proto)
+    ir_model = irsafe.from_proto(proto)
     selected = select_tensors(ir_model, tensors=tensors, op_types=op_types, functions=functions, where=where)
     skipped = {v.name: "type unknown after shape inference" for v in selected if v.type is None}
     selected = [v for v in selected if v.type is not None]
