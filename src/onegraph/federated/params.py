@@ -251,7 +251,7 @@ def set_parameters(model: Any, values: Mapping[str, Any], *, path: str | os.Path
                                  hint="`onegraph fed params MODEL` lists them")
         value = initializers[name]
         value.const_value = ir.Tensor(_converted(loaded, value, np.asarray(given)), name=name)
-    proto = ir.to_proto(loaded.model)
+    proto = irsafe.to_proto(loaded.model)
     if path is not None:
         from onegraph.io import save_model
 
@@ -294,7 +294,7 @@ def mark_trainable(model: Any, patterns: Iterable[str], *, path: str | os.PathLi
     chosen = [p.name for p in select(loaded, patterns) if p.exchanged]
     tl = loaded.fields.get("transfer_learning") if isinstance(loaded.fields.get("transfer_learning"), dict) else {}
     frozen = [n for n in tl.get("frozen", []) if n not in chosen]
-    proto = set_metadata(ir.to_proto(loaded.model), {"transfer_learning": {
+    proto = set_metadata(irsafe.to_proto(loaded.model), {"transfer_learning": {
         "base_model": loaded.hash, "frozen": frozen, "trainable": chosen}}, trusted=True)
     if path is not None:
         from onegraph.io import save_model

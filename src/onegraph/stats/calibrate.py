@@ -197,7 +197,7 @@ def calibrate(model: Any, data: Any, *, tensors: Sequence[str] | None = None, op
     exposed = _expose(ir_model, [v for v in selected if v.name not in input_names])
     if threads is None:
         threads = max(1, (os.cpu_count() or 2) - 1)
-    runner = _Runner(ir.to_proto(ir_model).SerializeToString(), proto, threads)
+    runner = _Runner(irsafe.to_proto(ir_model).SerializeToString(), proto, threads)
     settings = dict(bins=bins, sketch_k=sketch_k, std_k=std_k)
     per_sample = {v.name: _values_per_sample(v) for v in selected}
     accumulators = {
@@ -303,7 +303,7 @@ def _static_axis(value: ir.Value, axis: int | None) -> int | None:
 
 def _as_proto(model: Any) -> onnx.ModelProto:
     if isinstance(model, ir.Model):
-        return ir.to_proto(model)
+        return irsafe.to_proto(model)
     return load_model(model)
 
 

@@ -24,6 +24,7 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
+from onegraph.check import irsafe
 from onegraph.check.loader import load_ir
 from onegraph.stats.accumulators import ChannelStats, TensorStats
 from onegraph.stats.annotate import AnnotateStatsPass
@@ -164,8 +165,8 @@ def _quant_type(node: ir.Node, zero: np.ndarray | None, quantized: ir.Value) -> 
 
 def recover(model: Any) -> onnx.ModelProto:
     """A copy of ``model`` whose quantized tensors carry their recovered ranges (see the module docstring)."""
-    ir_model = load_ir(model) if not isinstance(model, ir.Model) else ir.from_proto(
-        ir.to_proto(model))
+    ir_model = load_ir(model) if not isinstance(model, ir.Model) else irsafe.from_proto(
+        irsafe.to_proto(model))
     ranges = recover_ranges(ir_model)
     stats = {name: r.stats() for name, r in ranges.items()}
     references = {name: (r.scale_name, r.zero_point_name,
@@ -173,4 +174,4 @@ def recover(model: Any) -> onnx.ModelProto:
                           "method": "recovered"})
                   for name, r in ranges.items() if r.scale_name is not None}
     AnnotateStatsPass(stats, references=references)(ir_model)
-    return ir.to_proto(ir_model)
+    return irsafe.to_proto(ir_model)
