@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import onnx
 
 from onegraph.check.findings import Finding
-from onegraph.check.static import operators, rules, strings, structure, tensors
+from onegraph.check.static import inputs, metadata, operators, rules, strings, structure, tensors
 from onegraph.check.static.walk import bodies, domain_of
 from onegraph.check.static.walk import tensors as stored_tensors
 
@@ -36,8 +36,9 @@ def static_findings(model: onnx.ModelProto, *, folder: str | None = None, memory
     -------
     list of Finding
         Names that are not UTF-8 (C007; ``model`` is fixed in place so the rest can compare names), then
-        external data (C10x), stored tensors (C20x), wiring (C30x), operators and versions (C40x), in that
-        order per graph. One C109 at most.
+        versions (C401, C405), metadata and inputs (C60x), then per graph external data (C10x), stored
+        tensors (C20x), wiring (C30x), operators (C40x), constant folding (C203 / C204 allocations, C313-C315
+        shapes), in that order. One C109 at most.
     """
     found = list(_all(model, folder, memory))
     first_c109 = next((i for i, f in enumerate(found) if f.code == "C109"), None)
@@ -50,6 +51,8 @@ def _all(model: onnx.ModelProto, folder: str | None, memory: int) -> Iterator[Fi
         return
     yield from strings.sanitize(model)
     yield from operators.check_versions(model)
+    yield from metadata.check_metadata(model)
+    yield from inputs.check_inputs(model.graph, memory)
     functions = operators.local_functions(model)
     for body in bodies(model):
         for site in stored_tensors(body):
