@@ -65,7 +65,8 @@ CODES: dict[str, tuple[str, str, str]] = {
     "C310": ("attribute-missing", ERROR, "a required attribute is missing"),
     "C311": ("attribute-value", ERROR, "an attribute value outside what its operator accepts"),
     "C312": ("input-rank", ERROR, "an input of a rank its operator cannot take"),
-    "C313": ("axis-range", ERROR, "an axis (attribute or constant input) outside the rank of the input it indexes"),
+    "C313": ("axis-range", ERROR, "an axis (attribute or constant input) outside the rank of the input it indexes, "
+                                  "or a constant index outside the dim it indexes"),
     "C314": ("rank-mismatch", ERROR, "inputs whose ranks the operator requires to agree do not (Concat inputs, "
                                      "GatherND batch_dims, GatherElements, Transpose perm)"),
     "C315": ("shape-mismatch", ERROR, "dimensions known from constants or declared shapes that make a node "

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import onnx
 
 from onegraph.check.findings import Finding
-from onegraph.check.static import inputs, metadata, operators, rules, strings, structure, tensors
+from onegraph.check.static import fold, inputs, metadata, operators, rules, strings, structure, tensors
 from onegraph.check.static.walk import bodies, domain_of
 from onegraph.check.static.walk import tensors as stored_tensors
 
@@ -54,12 +54,14 @@ def _all(model: onnx.ModelProto, folder: str | None, memory: int) -> Iterator[Fi
     yield from metadata.check_metadata(model)
     yield from inputs.check_inputs(model.graph, memory)
     functions = operators.local_functions(model)
+    folding = fold.Folder(memory)
     for body in bodies(model):
         for site in stored_tensors(body):
             yield from tensors.check_tensor(site, folder=folder, memory=memory)
         yield from structure.check_body(body)
         yield from operators.check_nodes(body, functions)
-        yield from rules.check_rules(body, memory)
+        yield from rules.check_rules(body)
+        yield from folding.body(body, main=model.graph)
     calls = {key: {(domain_of(n.domain), n.op_type, n.overload) for n in fn.node} for key, fn in functions.items()}
     for key in structure.function_cycles(calls):
         index = list(functions).index(key)
