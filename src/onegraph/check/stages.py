@@ -33,6 +33,8 @@ class State:
         self.nodes: int | None = None
         self.tensor_bytes: int | None = None
         self.model: Any = None
+        #: whether the static stage ran in this process (it decides which external files may be read)
+        self.static_done = False
         self.findings: list[Finding] = []
         #: external data files the model reads (locations relative to ``folder``), once the static stage passed
         self.files: list[str] = []
@@ -98,7 +100,10 @@ def _parse(state: State) -> list[Finding]:
                         stage="parse")]
     if not model.HasField("graph"):
         return [Finding("C002", "the model holds no graph", "graph", stage="parse")]
+    from onegraph.check.static.walk import census
+
     state.model = model
+    state.nodes, state.tensor_bytes = census(model)  # what the later stages' memory scales with
     return []
 
 
@@ -106,11 +111,9 @@ def _static(state: State) -> list[Finding]:
     from onegraph.check.static import static_findings
     from onegraph.check.static.walk import external_locations
 
-    from onegraph.check.static.walk import census
-
-    state.nodes, state.tensor_bytes = census(state.model)
     found = [_staged(f, "static") for f in static_findings(state.model, folder=state.folder, memory=state.memory)]
     state.files = external_locations(state.model)
+    state.static_done = True
     return found
 
 
@@ -183,7 +186,8 @@ def _external_blocked(state: State) -> bool:
     """Whether the model's external data must not be read: refused by the static checks, or no folder."""
     if any(f.code in _UNSAFE_FILES for f in state.findings):
         return True  # never let native code read an external-data file the static checks refused
-    return state.folder is None and has_external_data(state.model)
+    # nor one they did not see: after a crash of the static stage, the stages after it run without it
+    return (state.folder is None or not state.static_done) and has_external_data(state.model)
 
 
 _STAGES = {"parse": _parse, "static": _static, "checker": _checker, "runtime": _runtime}

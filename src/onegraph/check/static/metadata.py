@@ -14,7 +14,11 @@ import onnx
 
 from onegraph.check.findings import Finding
 
-__all__ = ["check_metadata", "SCORING_KEYS"]
+__all__ = ["check_metadata", "SCORING_KEYS", "PREFIX"]
+
+#: :data:`onegraph.contract.metadata.PREFIX`, spelled here so that a model without onegraph keys does not load
+#: the schema (pydantic, pandas) in the checking process
+PREFIX = "org.onegraph."
 
 #: the fields ``score`` reads (:class:`onegraph.runtime.Session`, ``onegraph.media``): a model whose value of
 #: one of them is malformed cannot be scored at all
@@ -23,11 +27,11 @@ SCORING_KEYS = frozenset({"inputs", "outputs", "sequence", "media"})
 
 def check_metadata(model: onnx.ModelProto) -> Iterator[Finding]:
     """C601 for each ``org.onegraph.*`` key whose value the metadata schema refuses, naming the key."""
+    props = list(model.metadata_props)
+    if not any(isinstance(p.key, str) and p.key.startswith(PREFIX) for p in props):
+        return
     from onegraph.contract import metadata as meta
 
-    props = list(model.metadata_props)
-    if not any(isinstance(p.key, str) and p.key.startswith(meta.PREFIX) for p in props):
-        return
     where = {p.key: i for i, p in enumerate(props)}
     found = meta.read({p.key: p.value for p in props})
     for error in found.errors:
