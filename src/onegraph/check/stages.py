@@ -92,7 +92,7 @@ def _parse(state: State) -> list[Finding]:
     except Exception as exc:  # DecodeError, or RuntimeError from upb
         if "alloc failed" in str(exc):  # upb's arena hit the memory limit
             why = ("" if state.budget >= state.memory else
-                   f", the most a file of this size justifies at upb's cost per message: it holds far more, "
+                   ", the most a file of this size justifies at upb's cost per message: it holds far more, "
                    "smaller protobuf messages than a model does (a protobuf bomb)")
             return [Finding("C004", f"parsing {len(state.data):,} bytes ran out of memory (limit "
                             f"{state.budget:,} bytes{why})", "process", stage="parse")]
@@ -100,7 +100,7 @@ def _parse(state: State) -> list[Finding]:
                         stage="parse")]
     if not model.HasField("graph"):
         return [Finding("C002", "the model holds no graph", "graph", stage="parse")]
-    from onegraph.check.static.walk import census
+    from onegraph.check.static.tensors import census
 
     state.model = model
     state.nodes, state.tensor_bytes = census(model)  # what the later stages' memory scales with

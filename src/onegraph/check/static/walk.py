@@ -11,7 +11,7 @@ from collections.abc import Iterator, Sequence
 import onnx
 
 __all__ = ["DEFAULT_DOMAINS", "domain_of", "Body", "opset_map", "node_label", "graph_defined", "bodies",
-           "TensorSite", "tensors", "census", "has_external_data", "external_locations", "declared_ranks", "constants"]
+           "TensorSite", "tensors", "has_external_data", "external_locations", "declared_ranks", "constants"]
 
 #: the default domain's two spellings
 DEFAULT_DOMAINS = ("", "ai.onnx")
@@ -130,24 +130,6 @@ def tensors(body: Body) -> Iterator[TensorSite]:
             if attr.HasField("sparse_tensor"):
                 yield TensorSite(attr.sparse_tensor.values, f"{where}.sparse_tensor.values", label)
                 yield TensorSite(attr.sparse_tensor.indices, f"{where}.sparse_tensor.indices", label)
-
-
-def census(model: onnx.ModelProto) -> tuple[int, int]:
-    """What ``model`` declares: its nodes (every graph, subgraph and function) and the bytes of its stored
-    tensors (dims x dtype, external data included; tensors whose dims are invalid count 0: the C20x rules
-    report them)."""
-    import math
-
-    from onegraph.check.static.tensors import INT64_MAX, byte_size
-
-    nodes = size = 0
-    for body in bodies(model):
-        nodes += len(body.nodes)
-        for site in tensors(body):
-            dims = list(site.tensor.dims)
-            if all(d >= 0 for d in dims) and math.prod(dims) <= INT64_MAX:
-                size += byte_size(math.prod(dims), site.tensor.data_type) or len(site.tensor.string_data) * 8
-    return nodes, size
 
 
 def has_external_data(model: onnx.ModelProto) -> bool:
