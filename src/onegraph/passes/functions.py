@@ -424,9 +424,12 @@ def _attr_signature(attr: ir.Attr, ref: dict[ir.Value, tuple]) -> object:
 
 
 def _tensor_signature(tensor: ir.TensorProtocol) -> tuple:
-    if tensor.dtype == ir.DataType.STRING:
-        return (tensor.dtype, tuple(tensor.shape), tuple(tensor.string_data()))  # type: ignore[attr-defined]
-    return (tensor.dtype, tuple(tensor.shape), tensor.tobytes())
+    try:
+        if tensor.dtype == ir.DataType.STRING:
+            return (tensor.dtype, tuple(tensor.shape), tuple(tensor.string_data()))  # type: ignore[attr-defined]
+        return (tensor.dtype, tuple(tensor.shape), tensor.tobytes())
+    except (TypeError, ValueError):  # a tensor onnx-ir cannot read (an undefined dtype): equal to no other
+        return ("unreadable", id(tensor))
 
 
 def _graph_signature(graph: ir.Graph, outer: dict[ir.Value, tuple]) -> tuple:

@@ -44,10 +44,15 @@ def _inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
     return [i for i in model.graph.input if i.name not in initializers]
 
 
-def _np_dtype(elem_type: int) -> Any:
+def _np_dtype(elem_type: int, name: str = "input") -> Any:
+    """The numpy dtype of an ONNX element type; :class:`DataError` naming the input for one numpy has none of."""
     if elem_type == onnx.TensorProto.STRING:
         return np.dtype(object)
-    return onnx.helper.tensor_dtype_to_np_dtype(elem_type)
+    try:
+        return onnx.helper.tensor_dtype_to_np_dtype(elem_type)
+    except (KeyError, ValueError, TypeError):
+        raise DataError(f"input {name!r} has element type {elem_type}, which no array can hold",
+                        hint="check the model with `onegraph check`") from None
 
 
 def _is_onegraph(model: onnx.ModelProto) -> bool:
@@ -127,7 +132,7 @@ def _named_arrays(proto: onnx.ModelProto, arrays: dict[str, np.ndarray], where: 
 
 
 def _cast(inp: onnx.ValueInfoProto, arr: np.ndarray) -> np.ndarray:
-    dtype = _np_dtype(inp.type.tensor_type.elem_type)
+    dtype = _np_dtype(inp.type.tensor_type.elem_type, inp.name)
     try:
         return arr.astype(dtype, copy=False)
     except (TypeError, ValueError) as exc:
@@ -198,7 +203,7 @@ def generated_feeds(proto: onnx.ModelProto, *, rows: int = 16, seed: int = 0, me
 
 
 def _random(rng: np.random.Generator, elem_type: int, shape: tuple[int, ...], name: str) -> np.ndarray:
-    dtype = _np_dtype(elem_type)
+    dtype = _np_dtype(elem_type, name)
     if dtype == object:
         return rng.choice(np.array(["a", "b", "c"], dtype=object), size=shape)
     if dtype == np.bool_:
