@@ -411,10 +411,13 @@ def _attr_signature(attr: ir.Attr, ref: dict[ir.Value, tuple]) -> object:
     if attr.is_ref():
         return ("ref", attr.ref_attr_name)
     t = attr.type
-    if t == ir.AttributeType.TENSOR:
-        return _tensor_signature(attr.as_tensor())
-    if t == ir.AttributeType.TENSORS:
-        return tuple(_tensor_signature(x) for x in attr.as_tensors())
+    try:
+        if t == ir.AttributeType.TENSOR:
+            return _tensor_signature(attr.as_tensor())
+        if t == ir.AttributeType.TENSORS:
+            return tuple(_tensor_signature(x) for x in attr.as_tensors())
+    except (TypeError, ValueError):  # a tensor onnx-ir cannot read (an undefined dtype): equal to no other
+        return ("unreadable", id(attr))
     if t == ir.AttributeType.GRAPH:
         return _graph_signature(attr.as_graph(), ref)
     if t == ir.AttributeType.GRAPHS:
@@ -424,12 +427,9 @@ def _attr_signature(attr: ir.Attr, ref: dict[ir.Value, tuple]) -> object:
 
 
 def _tensor_signature(tensor: ir.TensorProtocol) -> tuple:
-    try:
-        if tensor.dtype == ir.DataType.STRING:
-            return (tensor.dtype, tuple(tensor.shape), tuple(tensor.string_data()))  # type: ignore[attr-defined]
-        return (tensor.dtype, tuple(tensor.shape), tensor.tobytes())
-    except (TypeError, ValueError):  # a tensor onnx-ir cannot read (an undefined dtype): equal to no other
-        return ("unreadable", id(tensor))
+    if tensor.dtype == ir.DataType.STRING:
+        return (tensor.dtype, tuple(tensor.shape), tuple(tensor.string_data()))  # type: ignore[attr-defined]
+    return (tensor.dtype, tuple(tensor.shape), tensor.tobytes())
 
 
 def _graph_signature(graph: ir.Graph, outer: dict[ir.Value, tuple]) -> tuple:
