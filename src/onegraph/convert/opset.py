@@ -367,11 +367,14 @@ class _Walk:
         refused = False
         kept: list[ir.Node] = []
         for node, step in reversed(ours):
+            if node.graph is None:  # pruned: it only computed an input that became an attribute
+                continue
             key = self.record(node)
             ctx = adapters.Context(node.graph, cur, nxt, self.notes, self.serial)
             old = schema(node.op_type, nxt)
             what = (f"{node.op_type}-{since(node.op_type, cur)} -> "
                     f"{f'{node.op_type}-{old.since_version}' if old is not None else '-'}")
+            before = [v for v in node.inputs if v is not None]
             try:
                 rewrite = adapters.adapt(node, ctx, step)
                 added = adapters.apply(node, rewrite)
@@ -386,11 +389,34 @@ class _Walk:
             kept.extend(added)
             if rewrite.outputs is None:
                 kept.append(node)
+            for value in before:
+                self.prune(value)
             if key is not None:
                 self.origin.update((n.name, key) for n in added)
-                trivial = rewrite.how.startswith("kept as is") or (key != node.name and node.op_type == "Constant")
+                trivial = rewrite.how.startswith("kept as is") or key != node.name and node.op_type == "Constant"
                 self.done.setdefault(key, []).append((f"{what}: {rewrite.how}", trivial))
         return None if refused else kept
+
+    def prune(self, value: ir.Value) -> None:
+        """Remove what only computed ``value``, now read by no node (an input that became an attribute)."""
+        if value.uses() or value.is_graph_output() or value.is_graph_input():
+            return
+        producer = value.producer()
+        if producer is None:
+            graph = value.graph
+            if value.is_initializer() and graph is not None:
+                graph.initializers.pop(value.name, None)
+            return
+        if producer.domain not in _DEFAULT or any(o.uses() or o.is_graph_output() for o in producer.outputs):
+            return
+        inputs = [v for v in producer.inputs if v is not None]
+        producer.graph.remove(producer, safe=True)
+        key = self.record(producer)
+        if key is not None:
+            self.done.setdefault(key, []).append(
+                (f"removed: it only computed {value.name!r}, which became an attribute", key != producer.name))
+        for v in inputs:
+            self.prune(v)
 
     def onnx(self, start: int, end: int) -> None:
         """onnx's converter from ``start`` to ``end`` (nodes in TARGET_DOMAIN are left alone), in place."""
@@ -487,7 +513,7 @@ def convert_graph(unit: onnx.ModelProto, src: int, dst: int, where: str, notes: 
         if node.name in temporary:
             node.name = None
     for key, rec in records.items():
-        if rec.domain in _DEFAULT and not rec.how:
+        if rec.domain in _DEFAULT and (not rec.how or key in walk.done):
             rec.how = walk.how(key) or "onnx version converter"
     result = ir.serde.serialize_model(converted)
     kept = [o for o in result.opset_import if o.domain != TARGET_DOMAIN]

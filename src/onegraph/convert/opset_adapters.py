@@ -375,7 +375,7 @@ def inputs_to_attributes(node: ir.Node, ctx: Context) -> Rewrite:
         done.append(f"{move.attribute}={c.value.reshape(-1).tolist()}")
     first = min(m.index for m in moves)
     node.resize_inputs(min(first, len(node.inputs)))
-    return Rewrite([], None, f"input(s) as attribute(s): {', '.join(done)}" if done else "no input to move")
+    return Rewrite([], None, f"input(s) as attribute(s): {', '.join(done)}" if done else "")
 
 
 def reduce_axes(node: ir.Node, ctx: Context) -> Rewrite:
@@ -425,14 +425,14 @@ def nonnegative_axes(node: ir.Node, ctx: Context) -> Rewrite:
     name, offset = NEGATIVE_AXES[node.op_type]
     attr = node.attributes.get(name)
     if attr is None or attr.is_ref():
-        return Rewrite([], None, f"no {name} from the back")
+        return Rewrite([], None, "")
     values = list(attr.as_ints()) if attr.type == ir.AttributeType.INTS else [attr.as_int()]
     rank = _rank(node.inputs[0]) if node.inputs else None
     if rank is not None:
         rank += offset(values) if callable(offset) else offset
     fixed = _front(values, rank, name)
     if fixed == values:
-        return Rewrite([], None, f"{name} {values} not counted from the back")
+        return Rewrite([], None, "")
     node.attributes[name] = (ir.AttrInt64s(name, fixed) if attr.type == ir.AttributeType.INTS
                              else ir.AttrInt64(name, fixed[0]))
     return Rewrite([], None, f"{name} {values} counted from the front: {fixed}")
@@ -504,13 +504,13 @@ def slice_axes(node: ir.Node, ctx: Context) -> Rewrite:
     """Slice 11 -> 10: negative ``axes`` (input 3) counted from the front."""
     axes = _input(node, 3)
     if axes is None:
-        return Rewrite([], None, "no axes given")
+        return Rewrite([], None, "")
     c = constant_input(axes, ctx.src)
     b = Builder(node.name, ctx)
     if c.known:
         fixed = _front([int(a) for a in c.value.reshape(-1)], _rank(node.inputs[0]), "axes")
         if fixed == [int(a) for a in c.value.reshape(-1)]:
-            return Rewrite([], None, "axes not counted from the back")
+            return Rewrite([], None, "")
         node.replace_input_with(3, b.const(np.array(fixed, dtype=c.value.dtype)))
         return Rewrite(b.nodes, None, f"axes {c.value.tolist()} counted from the front: {fixed}")
     fixed, how = _nonnegative_indices(b, axes, _rank(node.inputs[0]), ctx, "axes")
@@ -534,7 +534,49 @@ def scan_axes(node: ir.Node, ctx: Context) -> Rewrite:
         if fixed != axes:
             node.attributes[name] = ir.AttrInt64s(name, fixed)
             done.append(f"{name} {axes} -> {fixed}")
-    return Rewrite([], None, "; ".join(done) or "no axes from the back")
+    return Rewrite([], None, "; ".join(done))
+
+
+def scan_9(node: ir.Node, ctx: Context) -> Rewrite:
+    """Scan-9 -> Scan-8, which scans a batch of sequences: every input gets a batch axis of 1 (Unsqueeze),
+    every output loses it (Squeeze); the body is the same. (onnx's Scan_9_8 only relabels the shapes, which
+    changes the graph's inputs.) Scan-8 scans axis 0 of each sequence forwards or backwards only."""
+    for name in ("scan_input_axes", "scan_output_axes", "scan_output_directions"):
+        values = node.attributes.get_ints(name, None)
+        if values is not None and any(values):
+            raise Refusal(f"{name}={list(values)}: Scan-8 scans and stacks along the first axis, forwards")
+    b = Builder(node.name, ctx)
+    batched = [b.op("Unsqueeze", v, axes=[0]) for v in node.inputs]
+    attrs = {"body": node.attributes["body"].as_graph(), "num_scan_inputs": node.attributes.get_int("num_scan_inputs")}
+    directions = node.attributes.get_ints("scan_input_directions", None)
+    if directions is not None:
+        attrs["directions"] = list(directions)
+    for a in ("body",):
+        node.attributes.pop(a)
+    outs = b.op("Scan", None, *batched, outputs=len(node.outputs), **attrs)
+    outs = outs if isinstance(outs, list) else [outs]
+    return Rewrite(b.nodes, [b.op("Squeeze", o, axes=[0]) for o in outs], "as Scan-8 over a batch of one")
+
+
+def scan_up_9(node: ir.Node, ctx: Context) -> Rewrite:
+    """Scan-8 -> Scan-9 (up): a batch of one sequence (the leading axis of every input is 1) as Scan-9 on the
+    sequence (Squeeze in, Unsqueeze out); a longer batch would need a Loop around it. (onnx's Scan_8_9 only
+    relabels the shapes.)"""
+    if node.inputs and node.inputs[0] is not None:
+        raise Refusal("sequence_lens given: Scan-9 scans whole sequences")
+    values = list(node.inputs[1:])
+    if any(v is None or v.shape is None or not len(v.shape) or v.shape[0] != 1 for v in values):
+        raise Refusal("the batch axis of its inputs is not known to be 1: Scan-9 scans one sequence")
+    b = Builder(node.name, ctx)
+    attrs = {"body": node.attributes["body"].as_graph(), "num_scan_inputs": node.attributes.get_int("num_scan_inputs")}
+    directions = node.attributes.get_ints("directions", None)
+    if directions is not None:
+        attrs["scan_input_directions"] = list(directions)
+    node.attributes.pop("body")
+    outs = b.op("Scan", *[b.op("Squeeze", v, axes=[0]) for v in values],
+                outputs=len(node.outputs), **attrs)
+    outs = outs if isinstance(outs, list) else [outs]
+    return Rewrite(b.nodes, [b.op("Unsqueeze", o, axes=[0]) for o in outs], "as Scan-9 on the one sequence")
 
 
 def top_k(node: ir.Node, ctx: Context) -> Rewrite:
@@ -571,13 +613,13 @@ def constant_values(node: ir.Node, ctx: Context) -> Rewrite:
                 else value.decode() if isinstance(value, bytes) else value
             node.attributes["value"] = ir.AttrTensor("value", ir.tensor(np.array(value, dtype=dtype)))
             return Rewrite([], None, f"{name} as a value tensor")
-    return Rewrite([], None, "value given as a tensor")
+    return Rewrite([], None, "")
 
 
 def gemm_c(node: ir.Node, ctx: Context) -> Rewrite:
     """Gemm-11 (C optional) -> Gemm-9: an absent C is a zero, broadcast to (M, N)."""
     if _input(node, 2) is not None:
-        return Rewrite([], None, "C given")
+        return Rewrite([], None, "")
     dtype = node.inputs[0].dtype
     if dtype is None:
         raise Refusal("C is absent and the type of A (for a zero C) is unknown")
@@ -591,7 +633,7 @@ def pow_exponent(node: ir.Node, ctx: Context) -> Rewrite:
     """Pow-12 (exponent of its own type) -> Pow-7 (one type): the exponent cast to the base's type."""
     base, exponent = node.inputs
     if base.dtype is None or exponent.dtype is None or base.dtype == exponent.dtype:
-        return Rewrite([], None, "base and exponent of one type")
+        return Rewrite([], None, "")
     b = Builder(node.name, ctx)
     node.replace_input_with(1, b.op("Cast", exponent, to=base.dtype))
     return Rewrite(b.nodes, None, f"exponent cast from {exponent.dtype.name.lower()} to {base.dtype.name.lower()}")
@@ -603,7 +645,7 @@ def dropout_mask(node: ir.Node, ctx: Context) -> Rewrite:
         raise Refusal("its mask output is read: it is boolean from Dropout-10, of the input's type before")
     if len(node.outputs) > 1:
         node.resize_outputs(1)
-    return Rewrite([], None, "mask not read")
+    return Rewrite([], None, "")
 
 
 def dropout_inputs(node: ir.Node, ctx: Context) -> Rewrite:
@@ -679,7 +721,7 @@ def quantize_dtype(node: ir.Node, ctx: Context) -> Rewrite:
     absence: uint8) gives."""
     attr = node.attributes.pop("output_dtype", None)
     if attr is None or not attr.as_int():
-        return Rewrite([], None, "output type from the zero point")
+        return Rewrite([], None, "")
     zp = _input(node, 2)
     given = ir.DataType(attr.as_int())
     implied = zp.dtype if zp is not None else ir.DataType.UINT8
@@ -764,7 +806,7 @@ def reshape(node: ir.Node, ctx: Context) -> Rewrite:
                           "copies that dimension instead")
         del node.attributes["allowzero"]
         return Rewrite([], None, "allowzero=1 dropped: no 0 in its shape")
-    return Rewrite([], None, "allowzero not set")
+    return Rewrite([], None, "")
 
 
 def shape(node: ir.Node, ctx: Context) -> Rewrite:
@@ -807,7 +849,7 @@ def split(node: ir.Node, ctx: Context) -> Rewrite:
     evenly; equal parts need no sizes)."""
     n = node.attributes.pop("num_outputs", None)
     if n is None:
-        return Rewrite([], None, "sizes given")
+        return Rewrite([], None, "")
     axis = node.attributes.get_int("axis", 0)
     x = node.inputs[0]
     rank = _rank(x)
@@ -830,7 +872,7 @@ def pad_axes(node: ir.Node, ctx: Context) -> Rewrite:
     """Pad-18 ``axes`` -> 13: pads given for every axis (0 for the others)."""
     axes = _input(node, 3)
     if axes is None:
-        return Rewrite([], None, "pads for every axis")
+        return Rewrite([], None, "")
     rank = _rank(node.inputs[0])
     listed = _front([int(a) for a in _known(axes, ctx, "its axes").reshape(-1)], rank, "axes")
     pads = _known(node.inputs[1], ctx, "its pads (to spread over every axis)").reshape(-1)
@@ -848,7 +890,7 @@ def pad_axes(node: ir.Node, ctx: Context) -> Rewrite:
 def pad_wrap(node: ir.Node, ctx: Context) -> Rewrite:
     """Pad-19 ``mode=wrap`` -> 18: each padded axis as Concat(tail, x, head) of Slices."""
     if node.attributes.get_string("mode", "constant") != "wrap":
-        return Rewrite([], None, "not the wrap mode")
+        return Rewrite([], None, "")
     x = node.inputs[0]
     dims = _dims(x)
     if dims is None:
@@ -921,7 +963,7 @@ def batch_normalization(node: ir.Node, ctx: Context) -> Rewrite:
 def optional_get(node: ir.Node, ctx: Context) -> Rewrite:
     """OptionalGetElement-18 -> 15: of a plain tensor or sequence (allowed from 18) it is ``Identity``."""
     if isinstance(node.inputs[0].type, ir.OptionalType):
-        return Rewrite([], None, "input is optional")
+        return Rewrite([], None, "")
     b = Builder(node.name, ctx)
     return Rewrite(b.nodes, [b.op("Identity", node.inputs[0])], "of a tensor or sequence: Identity")
 
@@ -930,7 +972,7 @@ def optional_has(node: ir.Node, ctx: Context) -> Rewrite:
     """OptionalHasElement-18 -> 15: absent input (false) or plain tensor / sequence (true) as a constant."""
     value = _input(node, 0)
     if value is not None and (value.type is None or isinstance(value.type, ir.OptionalType)):
-        return Rewrite([], None, "input is optional")
+        return Rewrite([], None, "")
     b = Builder(node.name, ctx)
     return Rewrite(b.nodes, [b.const(np.array(value is not None))], f"constant {value is not None}")
 
@@ -940,7 +982,7 @@ def cast_saturate(node: ir.Node, ctx: Context) -> Rewrite:
     schema checks refuse those): dropped."""
     saturate = node.attributes.pop("saturate", None)
     return Rewrite([], None, "saturate dropped (it only acts on float8 targets)" if saturate is not None
-                   else "no saturate")
+                   else "")
 
 
 def if_shapes(node: ir.Node, ctx: Context) -> Rewrite:
@@ -951,7 +993,7 @@ def if_shapes(node: ir.Node, ctx: Context) -> Rewrite:
                 and list(a.shape) != list(c.shape):
             raise Refusal(f"its branches output {a.name!r} {list(a.shape)} and {c.name!r} {list(c.shape)}: "
                           "If-1's branches must agree in shape")
-    return Rewrite([], None, "branches of one shape")
+    return Rewrite([], None, "")
 
 
 # -- Resize --------------------------------------------------------------------------------------------
@@ -1012,7 +1054,8 @@ def resize_13(node: ir.Node, ctx: Context) -> Rewrite:
                 ir.DataType.FLOAT16, ir.DataType.DOUBLE) else ir.DataType.FLOAT
             node.replace_input_with(index, b.const(np.array([], dtype=dtype.numpy())))
             done.append(name)
-    return Rewrite(b.nodes, None, f"absent {' and '.join(done)} given as empty tensors" if done else "roi and scales given")
+    return Rewrite(b.nodes, None, f"absent {' and '.join(done)} given as an empty tensor" if len(done) == 1 else
+                   "absent roi and scales given as empty tensors" if done else "")
 
 
 def resize_18(node: ir.Node, ctx: Context) -> Rewrite:
@@ -1056,14 +1099,14 @@ def resize_18(node: ir.Node, ctx: Context) -> Rewrite:
             raise Refusal(f"keep_aspect_ratio_policy={policy!r} on sizes: only 'stretch' exists before opset 18")
         del node.attributes["keep_aspect_ratio_policy"]
         done.append(f"keep_aspect_ratio_policy={policy!r} dropped: it only applies to sizes")
-    return Rewrite(pending, None, "; ".join(done) or "no axes, antialias or aspect policy")
+    return Rewrite(pending, None, "; ".join(done) or "")
 
 
 def resize_19(node: ir.Node, ctx: Context) -> Rewrite:
     """Resize-19 ``half_pixel_symmetric`` -> 18: it is ``half_pixel`` whenever the output length is the
     input length times the scale exactly (sizes given, or whole products)."""
     if node.attributes.get_string("coordinate_transformation_mode", "half_pixel") != "half_pixel_symmetric":
-        return Rewrite([], None, "mapping exists at opset 18")
+        return Rewrite([], None, "")
     exact = _input(node, 3) is not None and node.attributes.get_string("keep_aspect_ratio_policy", "stretch") == "stretch"
     if not exact:
         dims = _dims(node.inputs[0])
@@ -1083,7 +1126,7 @@ def resize_up_13(node: ir.Node, ctx: Context) -> Rewrite:
     """Resize-11 -> 13 (up): ``tf_half_pixel_for_nn`` was removed at 13."""
     if node.attributes.get_string("coordinate_transformation_mode", "half_pixel") == "tf_half_pixel_for_nn":
         raise Refusal("coordinate_transformation_mode='tf_half_pixel_for_nn' does not exist from opset 13")
-    return Rewrite([], None, "mapping exists at opset 13")
+    return Rewrite([], None, "")
 
 
 # -- the tables -----------------------------------------------------------------------------------------
@@ -1106,7 +1149,7 @@ TYPE_ONLY: dict[tuple[str, int], str] = {
     **_types(14, "sequences", "Identity"),
     **_types(16, "bfloat16, optionals", "Identity If Loop LeakyRelu PRelu Where GreaterOrEqual "
                                                    "LessOrEqual Scan"),
-    **_types(19, "float8; strings for Equal", "Cast CastLike Constant Identity If Loop Reshape "
+    **_types(19, "float8; strings for Equal", "Constant Identity If Loop Reshape "
                                                                 "Shape Size Scan Equal"),
     **_types(20, "bfloat16, float8", "ConstantOfShape IsInf IsNaN ReduceMax ReduceMin"),
     **_types(21, "int4, uint4, float8", "Cast CastLike Constant ConstantOfShape Identity If Loop Reshape "
@@ -1116,7 +1159,6 @@ TYPE_ONLY: dict[tuple[str, int], str] = {
     **_types(12, "more integers", "Clip Max Min ReduceMax ReduceMin MaxPool"),
     ("Equal", 11): "new versions only admit more types (floating point, more integers)",
     ("Erf", 13): "new versions only admit more types (bfloat16; integers no longer)",
-    ("Upsample", 10): "deprecated for Resize-10; the same definition as Upsample-9",
     ("Conv", 11): "only reworded the documentation (onnx/onnx#2414)",
     ("ConvTranspose", 11): "only reworded the documentation",
     **_types(11, "only reworded the pads and output shape formulas (onnx's converter: compatible)",
@@ -1148,11 +1190,11 @@ ADAPTERS: dict[tuple[str, int], Step] = {
        ("ArgMax", "ArgMin", "Compress", "Concat", "Flatten", "Hardmax", "LogSoftmax", "Softmax", "Split", "Squeeze",
         "Unsqueeze", "ReduceSum", *_REDUCE)},
     ("Gather", 11): Step("negative axis and indices", gather),
-    ("Scatter", 11): Step("negative axis and indices (deprecated for ScatterElements)", gather),
     ("ScatterElements", 11): Step("first version (Scatter-9 renamed, negative axis and indices)", scatter_elements),
     ("OneHot", 11): Step("negative axis and indices", one_hot),
     ("Slice", 11): Step("negative axes", slice_axes),
     ("Scan", 11): Step("negative scan axes", scan_axes),
+    ("Scan", 9): Step("no batch axis; scan axes and directions", scan_9),
     ("TopK", 11): Step("negative axis, largest and sorted", top_k),
     ("If", 11): Step("branches may output different shapes", if_shapes),
     ("Constant", 12): Step("value_float(s) / value_int(s) / value_string(s)", constant_values),
@@ -1200,7 +1242,6 @@ ONNX: dict[tuple[str, int], str] = {
     **{(op, 8): "multidirectional broadcasting (onnx: BroadcastBackwardCompatibility / Sum_8_7)"
        for op in ("Max", "Min", "Mean", "Sum")},
     ("MaxPool", 8): "storage_order and the Indices output (onnx: MaxPool_8_7)",
-    ("Scan", 9): "batch axis dropped, scan axes and directions (onnx: Scan_9_8)",
 }
 
 #: (operator, version) -> why no node of that version can be expressed at the version before
@@ -1209,12 +1250,17 @@ IMPOSSIBLE: dict[tuple[str, int], str] = {}
 #: (operator, version) -> onegraph's step up across that change where onnx's adapter gets it wrong
 UP_ADAPTERS: dict[tuple[str, int], Step] = {
     ("Resize", 13): Step("tf_half_pixel_for_nn removed", resize_up_13),
+    ("Scan", 9): Step("no batch axis", scan_up_9),
 }
 
 
 def classify(op_type: str, version: int) -> tuple[str, str]:
     """How a node of ``op_type`` converts down across ``version``: (``type-only`` | ``onegraph`` | ``onnx`` |
-    ``impossible`` | ``unclassified``, what changed / why)."""
+    ``impossible`` | ``deprecated`` | ``unclassified``, what changed / why). A deprecated definition holds
+    no valid node (there is nothing to convert down; up, onnx's converter replaces the operator)."""
+    s = schema(op_type, version)
+    if s is not None and s.since_version == version and s.deprecated:
+        return "deprecated", f"{op_type} is deprecated from opset {version}"
     if (op_type, version) in IMPOSSIBLE:
         return "impossible", IMPOSSIBLE[(op_type, version)]
     if (op_type, version) in ADAPTERS:
@@ -1258,7 +1304,7 @@ def adapt(node: ir.Node, ctx: Context, step: Step) -> Rewrite:
     if done.outputs is not None:
         return done
     dropped = fit(node, ctx)
-    how = done.how or ("kept as is: " + step.what if step.handler is None else "")
+    how = done.how or f"kept as is: {step.what}"
     if dropped:
         how = f"{how}; {', '.join(dropped)} dropped (the value its absence means)" if how else \
             f"{', '.join(dropped)} dropped (the value its absence means)"
