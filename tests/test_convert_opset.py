@@ -323,7 +323,8 @@ def test_onegraph_operators_convert_down(op, src, dst, x, out_type, attrs):
 
 @pytest.mark.parametrize("op, src, dst, out_type, attrs, reason", [
     ("Cast", 21, 12, T.BFLOAT16, {"to": T.BFLOAT16}, "bfloat16"),
-    ("Cast", 21, 18, T.FLOAT8E4M3FN, {"to": T.FLOAT8E4M3FN, "saturate": 0}, "tensor(float8e4m3fn), which Cast-13 does not"),
+    ("Cast", 21, 18, T.FLOAT8E4M3FN, {"to": T.FLOAT8E4M3FN, "saturate": 0},
+     "tensor(float8e4m3fn), which Cast-13 does not"),
     ("ArgMax", 13, 11, T.INT64, {"axis": 0, "select_last_index": 1}, "select_last_index"),
 ])
 def test_onegraph_operators_refused_when_the_old_opset_lacks_them(op, src, dst, out_type, attrs, reason):

@@ -20,6 +20,7 @@ from onnx import helper, numpy_helper, version_converter
 
 from onegraph.convert import convert_opset
 from onegraph.convert import opset_adapters as adapters
+from onegraph.convert.steps import MOVES, REDUCE_OPS, schema, since
 from onegraph.errors import ConversionError, RuntimeFailure
 from onegraph.verify.lowprec import reference_run
 from onegraph.verify.runs import run
@@ -139,13 +140,14 @@ CASES = {
     "Constant": lambda v: ([], {"value_ints": [1, 2]} if v >= 12 else
                            {"value": numpy_helper.from_array(i64(1, 2) if v > 9 else f32(1, 2))}),
     "ConstantOfShape": lambda v: ([i64(2, 3)], {"value": numpy_helper.from_array(f32(1.5))}),
-    "Conv": lambda v: ([fed([1, 1, 5, 5]), RNG.uniform(-1, 1, (2, 1, 3, 3)).astype(np.float32)], {"pads": [1, 1, 1, 1]}),
+    "Conv": lambda v: ([fed([1, 1, 5, 5]), RNG.uniform(-1, 1, (2, 1, 3, 3)).astype(np.float32)],
+                       {"pads": [1, 1, 1, 1]}),
     "ConvTranspose": lambda v: ([fed([1, 1, 3, 3]), RNG.uniform(-1, 1, (1, 2, 3, 3)).astype(np.float32)], {}),
     "CumSum": lambda v: ([fed([2, 3]), np.array(1, np.int64)], {}),
     "DFT": lambda v: ([fed([1, 8, 1]), None, np.array(1, np.int64)], {}),
     "DepthToSpace": lambda v: ([fed([1, 8, 2, 2])], {"blocksize": 2, **({"mode": "CRD"} if v == 11 else {})}),
-    "DequantizeLinear": lambda v: (([fed([2, 3, 4], np.uint8, 0, 255), f32(0.1, 0.2, 0.3), np.array([1, 2, 3], np.uint8)],
-                                    {"axis": 1}) if v == 13 else
+    "DequantizeLinear": lambda v: (([fed([2, 3, 4], np.uint8, 0, 255), f32(0.1, 0.2, 0.3),
+                                     np.array([1, 2, 3], np.uint8)], {"axis": 1}) if v == 13 else
                                    ([fed([2, 3], np.uint8, 0, 255), f32(0.1)[0], np.array(3, np.uint8)], {})),
     "QuantizeLinear": lambda v: (([fed([2, 3, 4], low=-10, high=10), f32(0.1, 0.2, 0.3),
                                    np.array([1, 2, 3], np.uint8)], {"axis": 1}) if v == 13 else
@@ -185,7 +187,7 @@ CASES = {
     "QLinearMatMul": lambda v: ([fed([2, 3], np.uint8, 0, 255), f32(0.1)[0], np.array(1, np.uint8),
                                  RNG.integers(0, 255, (3, 2)).astype(np.uint8), f32(0.2)[0], np.array(2, np.uint8),
                                  f32(5)[0], np.array(3, np.uint8)], {}),
-    **{op: _reduce for op in adapters._REDUCE},
+    **{op: _reduce for op in REDUCE_OPS},
     "ReduceSum": lambda v: (([fed([2, 3, 4]), "axes"], {"noop_with_empty_axes": 0}) if v >= 13
                             else ([fed([2, 3, 4])], {"axes": [-1]})),
     "Reshape": lambda v: ([fed([2, 3, 4]), i64(6, 4)], {"allowzero": 1} if v == 14 else {}),
@@ -199,7 +201,8 @@ CASES = {
                                                           "coordinate_transformation_mode": "half_pixel_symmetric"}),
     }[v]),
     "RoiAlign": lambda v: ([fed([1, 1, 4, 4]), f32(0, 0, 2, 2).reshape(1, 4), i64(0)],
-                           {"output_height": 2, "output_width": 2, "coordinate_transformation_mode": "output_half_pixel"}),
+                           {"output_height": 2, "output_width": 2,
+                            "coordinate_transformation_mode": "output_half_pixel"}),
     "Shape": lambda v: ([fed([2, 3, 4])], {"start": 1} if v == 15 else {}),
     "Slice": lambda v: ([fed([3, 4]), i64(1), i64(3), i64(-1 if v == 11 else 1)], {}) if v >= 10 else
     ([fed([3, 4])], {"starts": [1], "ends": [3], "axes": [1]}),
@@ -226,7 +229,7 @@ CASES = {
 
 def _tensor_type(op: str, v: int, formal) -> str:
     """A type ``formal`` admits at both definitions (``v`` and the one before)."""
-    new, old = adapters.schema(op, v), adapters.schema(op, v - 1)
+    new, old = schema(op, v), schema(op, v - 1)
 
     def allowed(s):
         by_param = {c.type_param_str: set(c.allowed_type_strs) for c in s.type_constraints}
@@ -237,7 +240,7 @@ def _tensor_type(op: str, v: int, formal) -> str:
 
 
 def _default_case(op: str, v: int):
-    s = adapters.schema(op, v)
+    s = schema(op, v)
     inputs = []
     for formal in s.inputs:
         if formal.option == onnx.defs.OpSchema.FormalParameterOption.Optional:
@@ -255,7 +258,7 @@ def representative(op: str, v: int) -> tuple[onnx.ModelProto, dict[str, np.ndarr
     case = CASES[op](v) if op in CASES else _default_case(op, v)
     inputs, attrs = case[0], case[1]
     n_out = case[2] if len(case) > 2 else sum(
-        o.option == onnx.defs.OpSchema.FormalParameterOption.Single for o in adapters.schema(op, v).outputs)
+        o.option == onnx.defs.OpSchema.FormalParameterOption.Single for o in schema(op, v).outputs)
     names, graph_inputs, inits, nodes, feeds = [], [], [], [], {}
     for i, value in enumerate(inputs):
         name = f"in{i}"
@@ -275,7 +278,8 @@ def representative(op: str, v: int) -> tuple[onnx.ModelProto, dict[str, np.ndarr
         feeds["x"] = RNG.uniform(-1, 1, (2, 3)).astype(np.float32)
     outputs = [f"out{i}" for i in range(n_out)]
     nodes.append(helper.make_node(op, names, outputs, name="node", **attrs))
-    graph = helper.make_graph(nodes, op, graph_inputs, [onnx.ValueInfoProto(name=o) for o in outputs], initializer=inits)
+    graph = helper.make_graph(nodes, op, graph_inputs, [onnx.ValueInfoProto(name=o) for o in outputs],
+                              initializer=inits)
     opsets = [helper.make_opsetid("", v)]
     model = helper.make_model(graph, opset_imports=opsets, ir_version=helper.find_min_ir_version_for(opsets))
     inferred = onnx.shape_inference.infer_shapes(model)
@@ -322,19 +326,20 @@ def test_every_change_between_opsets_7_and_21_is_classified():
     for i, a in enumerate(tables):
         for b in tables[i + 1:]:
             assert not a & b, f"classified twice: {sorted(a & b)}"
-    assert all(reason for table in (adapters.TYPE_ONLY, adapters.ONNX, adapters.IMPOSSIBLE) for reason in table.values())
+    reasons = [*adapters.TYPE_ONLY.values(), *adapters.ONNX.values(), *adapters.IMPOSSIBLE.values()]
+    assert all(reasons) and all(step.what for step in adapters.ADAPTERS.values())
     known = set(CHANGES)
     for table in tables:  # nothing classified that the registry does not define (first versions aside)
         for op, v in table:
-            assert (op, v) in known or adapters.since(op, v) == v, f"{op}-{v} is not a version of {op}"
+            assert (op, v) in known or since(op, v) == v, f"{op}-{v} is not a version of {op}"
 
 
 def test_moved_inputs_are_attributes_of_the_older_definition():
     """MOVES against the registry: each moved input is an input of the newer definition, and the attribute
     it was exists in the older one and not in the newer."""
-    for op, by_version in adapters.MOVES.items():
+    for op, by_version in MOVES.items():
         for v, moves in by_version.items():
-            new, old = adapters.schema(op, v), adapters.schema(op, v - 1)
+            new, old = schema(op, v), schema(op, v - 1)
             assert new.since_version == v
             for move in moves:
                 assert move.index < len(new.inputs)
@@ -483,7 +488,7 @@ def test_what_the_older_opset_cannot_express_is_refused_with_the_reason(op, src,
         convert_opset(model, dst)
     (refused,) = info.value.report.refused
     assert refused.op_type == op and refused.name == "n"
-    assert words in refused.how and f"{op}-{adapters.since(op, src)} -> " in refused.how, refused.how
+    assert words in refused.how and f"{op}-{since(op, src)} -> " in refused.how, refused.how
 
 
 def test_cli_converts_the_torch_export_to_opset_11(tmp_path, cli):
@@ -496,3 +501,18 @@ def test_cli_converts_the_torch_export_to_opset_11(tmp_path, cli):
     assert result.returncode == 0, result.stderr
     assert "Resize-13 -> Resize-11: absent roi given as an empty tensor" in result.stdout
     assert "result: ok" in result.stdout and _opset((tmp_path / "layers11.onnx").read_bytes()) == 11
+
+
+def test_old_versions_onnxruntime_lacks_are_verified_in_the_reference_evaluator():
+    """Clip-6 on doubles is valid ONNX that onnxruntime has no kernel for: the converted model is run in
+    onnx's reference evaluator instead, and the report says so."""
+    bounds = [numpy_helper.from_array(np.array(-0.5), "lo"), numpy_helper.from_array(np.array(0.5), "hi")]
+    graph = helper.make_graph([helper.make_node("Clip", ["x", "lo", "hi"], ["y"], name="clip")], "g",
+                              [_vi("x", T.DOUBLE, [2, 3])], [_vi("y", T.DOUBLE, [2, 3])], initializer=bounds)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    x = RNG.standard_normal((2, 3))
+    converted, report = convert_opset(model, 10, data={"x": x})
+    assert report.ok and any("reference evaluator" in n and "Clip(6)" in n for n in report.notes)
+    with pytest.raises(RuntimeFailure, match="NOT_IMPLEMENTED"):
+        run(converted, {"x": x})
+    np.testing.assert_array_equal(reference_run(converted, {"x": x})["y"], np.clip(x, -0.5, 0.5))

@@ -37,8 +37,9 @@ from onnx import version_converter
 
 from onegraph.check.loader import load_model
 from onegraph.convert import opset_adapters as adapters
+from onegraph.convert import steps
 from onegraph.convert import preserve
-from onegraph.convert.opset_adapters import TARGET_DOMAIN, Refusal, schema, since
+from onegraph.convert.steps import TARGET_DOMAIN, Refusal, schema, since
 from onegraph.convert.report import ConversionReport, NodeConversion
 from onegraph.errors import ConfigError, ConversionError, OnegraphError, RuntimeFailure
 from onegraph.io import save_model
@@ -305,14 +306,14 @@ def _crosses(node: ir.Node, b: int) -> bool:
     return node.domain in _DEFAULT and since(node.op_type, b) == b
 
 
-def _step_of(node: ir.Node, b: int, down: bool, planned: set[str]) -> adapters.Step | None:
+def _step_of(node: ir.Node, b: int, down: bool, planned: set[str]) -> steps.Step | None:
     """onegraph's step for ``node`` across version ``b`` (None: leave it to onnx's converter)."""
     step = adapters.down_step(node.op_type, b) if down else adapters.up_step(node.op_type, b)
     if step is None and node.op_type in planned:
-        step = adapters.Step("only admits more types or adds attributes with defaults (onnx's converter has no "
+        step = steps.Step("only admits more types or adds attributes with defaults (onnx's converter has no "
                              "adapter)")
     if step is None and down and schema(node.op_type, b - 1) is None and (node.op_type, b) not in adapters.ONNX:
-        step = adapters.Step("first version")  # the schema checks refuse: the operator does not exist below
+        step = steps.Step("first version")  # the schema checks refuse: the operator does not exist below
     return step
 
 
@@ -347,7 +348,7 @@ class _Walk:
                     self.onnx(start, cur)
                     crossing = [n for n in ir.traversal.RecursiveGraphIterator(self.model.graph) if _crosses(n, b)]
                     ours = [(n, s) for n in crossing if (s := _step_of(n, b, down, self.planned)) is not None]
-                hidden = self.steps(ours, cur, nxt)
+                hidden = self.cross(ours, cur, nxt)
                 if hidden is None:
                     return None
                 if len(ours) < len(crossing):
@@ -361,7 +362,7 @@ class _Walk:
         self.model.opset_imports[""] = self.dst
         return self.model
 
-    def steps(self, ours: list[tuple[ir.Node, adapters.Step]], cur: int, nxt: int) -> list[ir.Node] | None:
+    def cross(self, ours: list[tuple[ir.Node, steps.Step]], cur: int, nxt: int) -> list[ir.Node] | None:
         """Take ``ours`` across the change between ``cur`` and ``nxt`` (consumers first, so a value is folded
         with the definitions it was built with); the nodes kept and added, or None after a refusal."""
         refused = False
@@ -370,14 +371,14 @@ class _Walk:
             if node.graph is None:  # pruned: it only computed an input that became an attribute
                 continue
             key = self.record(node)
-            ctx = adapters.Context(node.graph, cur, nxt, self.notes, self.serial)
+            ctx = steps.Context(node.graph, cur, nxt, self.notes, self.serial)
             old = schema(node.op_type, nxt)
             what = (f"{node.op_type}-{since(node.op_type, cur)} -> "
                     f"{f'{node.op_type}-{old.since_version}' if old is not None else '-'}")
             before = [v for v in node.inputs if v is not None]
             try:
-                rewrite = adapters.adapt(node, ctx, step)
-                added = adapters.apply(node, rewrite)
+                rewrite = steps.adapt(node, ctx, step)
+                added = steps.apply(node, rewrite)
             except Refusal as exc:
                 refused = True
                 if key is not None:
@@ -490,7 +491,7 @@ def convert_graph(unit: onnx.ModelProto, src: int, dst: int, where: str, notes: 
             op = _failed_op(failed.message)
             pending = [n for n in failed.crossing if n.op_type == op]
             eligible = op is not None and all(
-                adapters.only_types_and_defaults(op, v) for n in pending for v in _bounds(failed.start, failed.end)
+                steps.only_types_and_defaults(op, v) for n in pending for v in _bounds(failed.start, failed.end)
                 if _crosses(n, v))
             if op and op not in planned and pending and eligible:
                 planned.add(op)
