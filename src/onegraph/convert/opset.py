@@ -4,21 +4,23 @@ How a model is converted:
 
 1. Its annotations and metadata are recorded (:mod:`onegraph.convert.preserve`).
 2. Each graph to convert (the main graph, with its subgraphs, and each model-local function's body, wrapped in
-   a model of its own) is checked before onnx's converter runs: a node whose input becomes an attribute at
-   the target opset (Unsqueeze ``axes`` below 13, ``scales`` of Resize...) needs a value known now; one
-   computed from constants or from fixed shapes is folded, one fed at run time is refused with the node and
-   the tensor named (the converter's "input is not in initializer").
-3. ``onnx.version_converter.convert_version`` converts the graph. When it fails for an operator (an
-   adapter it lacks, or "No Previous Version"), the nodes of that operator are rewritten by onegraph's
-   adapter (:mod:`onegraph.convert.opset_adapters`) straight into the target opset, in a private domain the
-   converter leaves alone, and the converter runs again; an operator with no adapter, or a node its adapter
-   cannot express, is refused and named.
-4. Function bodies get their attribute references (which the converter drops) back; nodes of other domains
+   a model of its own) moves one opset at a time. At each step, the nodes whose operator changed there cross
+   the change: with onegraph's step where :mod:`onegraph.convert.opset_adapters` classifies the change
+   (every change between opsets 8 and 21: inputs that become attributes, taken from folded constants and
+   refused, naming the tensor, when only known at run time; negative axes; new modes and attributes...;
+   :mod:`onegraph.convert.steps`), with ``onnx.version_converter`` for the others, over the longest spans
+   of opsets it can take at once (nodes onegraph already took across a step sit in a private domain the
+   converter leaves alone). A node no step can express at the older opset is refused and named, with its
+   operator's two versions and the reason. When onnx's converter has no adapter for an operator the tables
+   do not cover and the definitions differ only in types or in attributes added with defaults, the schema
+   checks convert it.
+3. Function bodies get their attribute references (which the converter drops) back; nodes of other domains
    are listed: ``ai.onnx.ml`` nodes are kept at their own opset (it does not follow the default domain) or,
    with ``ml_opset``, moved to it when their definition is the same there, else refused.
-5. The recorded annotations are put back, the IR version raised if the opset needs it, and the result is
+4. The recorded annotations are put back, the IR version raised if the opset needs it, and the result is
    checked with onnx's checker.
-6. The original and the converted model run in onnxruntime on the same inputs (:mod:`onegraph.verify.feeds`)
+5. The original and the converted model run in onnxruntime on the same inputs (:mod:`onegraph.verify.feeds`)
+   (in onnx's reference evaluator where onnxruntime has no kernel for an old version, e.g. Clip-6 on doubles)
    and every output is compared; a conversion that changes values is refused unless ``accept_diff``.
 
 Nothing is written unless the conversion passed (or ``accept_diff``); the input model is never modified.
@@ -310,8 +312,8 @@ def _step_of(node: ir.Node, b: int, down: bool, planned: set[str]) -> steps.Step
     """onegraph's step for ``node`` across version ``b`` (None: leave it to onnx's converter)."""
     step = adapters.down_step(node.op_type, b) if down else adapters.up_step(node.op_type, b)
     if step is None and node.op_type in planned:
-        step = steps.Step("only admits more types or adds attributes with defaults (onnx's converter has no "
-                             "adapter)")
+        step = steps.Step("only admits more types or adds attributes with defaults (onnx's converter has "
+                          "no adapter)")
     if step is None and down and schema(node.op_type, b - 1) is None and (node.op_type, b) not in adapters.ONNX:
         step = steps.Step("first version")  # the schema checks refuse: the operator does not exist below
     return step
@@ -352,6 +354,8 @@ class _Walk:
                 if hidden is None:
                     return None
                 if len(ours) < len(crossing):
+                    if not self.reachable(hidden, crossing, ours, cur, nxt):
+                        return None
                     for n in hidden:
                         n.domain = TARGET_DOMAIN
                     self.onnx(cur, nxt)
@@ -361,6 +365,24 @@ class _Walk:
             self.onnx(start, self.dst)
         self.model.opset_imports[""] = self.dst
         return self.model
+
+    def reachable(self, hidden: list[ir.Node], crossing: list[ir.Node], ours: list[tuple[ir.Node, steps.Step]],
+                  cur: int, nxt: int) -> bool:
+        """False (and the nodes refused) when a node left to onnx's converter is inside a subgraph of a node
+        onegraph took across this step: the converter does not look inside nodes of another domain."""
+        theirs = {id(n) for n in crossing} - {id(n) for n, _ in ours}
+        for outer in hidden:
+            for attr in outer.attributes.values():
+                graphs = attr.as_graphs() if attr.type == ir.AttributeType.GRAPHS else \
+                    [attr.as_graph()] if attr.type == ir.AttributeType.GRAPH else []
+                for node in (n for g in graphs for n in ir.traversal.RecursiveGraphIterator(g) if id(n) in theirs):
+                    key = self.record(node)
+                    if key is not None:
+                        self.records[key].ok = False
+                        self.records[key].how = (f"opset {cur} -> {nxt}: inside {outer.op_type} node {outer.name!r}, "
+                                                 "which onegraph converts there, out of reach of onnx's converter")
+                    return False
+        return True
 
     def cross(self, ours: list[tuple[ir.Node, steps.Step]], cur: int, nxt: int) -> list[ir.Node] | None:
         """Take ``ours`` across the change between ``cur`` and ``nxt`` (consumers first, so a value is folded
@@ -373,8 +395,8 @@ class _Walk:
             key = self.record(node)
             ctx = steps.Context(node.graph, cur, nxt, self.notes, self.serial)
             old = schema(node.op_type, nxt)
-            what = (f"{node.op_type}-{since(node.op_type, cur)} -> "
-                    f"{f'{node.op_type}-{old.since_version}' if old is not None else '-'}")
+            older = f"{node.op_type}-{old.since_version}" if old is not None else f"(no {node.op_type} at opset {nxt})"
+            what = f"{node.op_type}-{since(node.op_type, cur)} -> {older}"
             before = [v for v in node.inputs if v is not None]
             try:
                 rewrite = steps.adapt(node, ctx, step)
@@ -415,7 +437,7 @@ class _Walk:
         key = self.record(producer)
         if key is not None:
             self.done.setdefault(key, []).append(
-                (f"removed: it only computed {value.name!r}, which became an attribute", key != producer.name))
+                (f"removed: it only computed {value.name!r}, whose value the conversion took", key != producer.name))
         for v in inputs:
             self.prune(v)
 
@@ -444,8 +466,8 @@ class _Walk:
                 n.domain = ""
 
     def how(self, key: str) -> str:
-        steps = self.done.get(key, [])
-        ours = [text for text, trivial in steps if not trivial] or [text for text, _ in steps]
+        entries = self.done.get(key, [])
+        ours = [text for text, trivial in entries if not trivial] or [text for text, _ in entries]
         parts = ([f"onegraph adapter: {'; '.join(ours)}"] if ours else []) + \
             (["onnx version converter"] if key in self.by_onnx else [])
         return "; ".join(parts)

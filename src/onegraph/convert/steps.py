@@ -377,19 +377,21 @@ def reduce_axes(node: ir.Node, ctx: Context) -> Rewrite:
     """Reduce* 18 (ReduceSum 13) -> older: ``axes`` input as attribute; ``noop_with_empty_axes=1`` with no
     or empty axes computes the identity, which the older versions express as ``Identity``."""
     noop = node.attributes.pop("noop_with_empty_axes", None)
+    noop = noop.as_int() if noop is not None else None
     axes = input_at(node, 1)
-    empty = axes is None or (constant_input(axes, ctx.src).known and constant_input(axes, ctx.src).value.size == 0)
-    if noop is not None and noop.as_int() and empty:
+    value = constant_input(axes, ctx.src) if axes is not None else None
+    empty = axes is None or (value.known and value.value.size == 0)
+    if noop and empty:
         b = Builder(node.name, ctx)
         return Rewrite(b.nodes, [b.op("Identity", node.inputs[0])], "noop_with_empty_axes=1 and no axes: Identity")
-    if noop is not None and noop.as_int() and not constant_input(axes, ctx.src).known:
+    if noop and not value.known:
         raise Refusal("noop_with_empty_axes=1 with axes only known at run time: whether they are empty "
                       "(the identity) cannot be told")
-    if axes is not None and constant_input(axes, ctx.src).known and constant_input(axes, ctx.src).value.size == 0:
-        node.resize_inputs(1)  # empty axes, noop 0: every axis, as no axes attribute means below
-        return Rewrite([], None, "empty axes: reduce over all axes")
+    if empty:  # noop 0: every axis, as no axes attribute means below
+        node.resize_inputs(1)
+        return Rewrite([], None, "" if axes is None else "empty axes: reduce over all axes")
     done = inputs_to_attributes(node, ctx)
-    return Rewrite([], None, done.how + ("" if noop is None else f"; noop_with_empty_axes={noop.as_int()} dropped"))
+    return Rewrite([], None, done.how + ("" if noop is None else f"; noop_with_empty_axes={noop} dropped"))
 
 
 # -- negative axes (opset 11) --------------------------------------------------------------------------
