@@ -516,3 +516,28 @@ def test_old_versions_onnxruntime_lacks_are_verified_in_the_reference_evaluator(
     with pytest.raises(RuntimeFailure, match="NOT_IMPLEMENTED"):
         run(converted, {"x": x})
     np.testing.assert_array_equal(reference_run(converted, {"x": x})["y"], np.clip(x, -0.5, 0.5))
+
+
+@pytest.mark.parametrize("target", [17, 11, 9])
+def test_function_bodies_take_the_same_steps(target):
+    """A model-local function (no initializers): axes from a Constant with value_ints shared by ReduceMean-18
+    and Unsqueeze-13, scales of a Resize-13 without roi; the body converts, the Constant is removed once no
+    node reads it, and the values stay x.mean(-1) repeated twice along the last two axes."""
+    body = [helper.make_node("Constant", [], ["axes"], value_ints=[-1]),
+            helper.make_node("ReduceMean", ["x", "axes"], ["m"], keepdims=1, noop_with_empty_axes=0),
+            helper.make_node("Constant", [], ["sc"], value_floats=[1.0, 1.0, 2.0, 2.0]),
+            helper.make_node("Unsqueeze", ["m", "axes"], ["m4"]),
+            helper.make_node("Resize", ["m4", "", "sc"], ["y"], mode="nearest", nearest_mode="floor",
+                             coordinate_transformation_mode="asymmetric")]
+    fn = helper.make_function("local", "F", ["x"], ["y"], body, [helper.make_opsetid("", 20)])
+    graph = helper.make_graph([helper.make_node("F", ["x"], ["y"], domain="local")], "g",
+                              [_vi("x", T.FLOAT, [1, 2, 3])], [_vi("y", T.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 20), helper.make_opsetid("local", 1)],
+                              functions=[fn])
+    x = RNG.standard_normal((1, 2, 3)).astype(np.float32)
+    converted, report = convert_opset(model, target, data={"x": x})
+    (f,) = converted.functions
+    assert report.ok and {o.domain: o.version for o in f.opset_import}[""] == target
+    assert ("axes" in {o for n in f.node for o in n.output}) == (target >= 13)  # read by Unsqueeze-13 only
+    expected = x.mean(axis=-1, keepdims=True)[..., None].repeat(2, axis=2).repeat(2, axis=3)
+    np.testing.assert_allclose(outputs(converted, {"x": x})[0], expected, rtol=1e-6)

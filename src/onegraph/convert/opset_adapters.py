@@ -49,22 +49,19 @@ TYPE_ONLY: dict[tuple[str, int], str] = {
     **_types(14, "signed integers", "Relu"),
     **_types(14, "float16, bfloat16", "CumSum"),
     **_types(14, "sequences", "Identity"),
-    **_types(16, "bfloat16, optionals", "Identity If Loop LeakyRelu PRelu Where GreaterOrEqual "
-                                                   "LessOrEqual Scan"),
-    **_types(19, "float8; strings for Equal", "Constant Identity If Loop Reshape "
-                                                                "Shape Size Scan Equal"),
+    **_types(16, "bfloat16, optionals", "Identity If Loop LeakyRelu PRelu Where GreaterOrEqual LessOrEqual Scan"),
+    **_types(19, "float8; strings for Equal", "Constant Identity If Loop Reshape Shape Size Scan Equal"),
     **_types(20, "bfloat16, float8", "ConstantOfShape IsInf IsNaN ReduceMax ReduceMin"),
-    **_types(21, "int4, uint4, float8", "Cast CastLike Constant ConstantOfShape Identity If Loop Reshape "
-                                                     "Shape Size Scan Squeeze Unsqueeze Transpose Flatten Pad "
-                                                     "QLinearMatMul"),
+    **_types(21, "int4, uint4, float8", "Cast CastLike Constant ConstantOfShape Identity If Loop Reshape Shape Size "
+                                         "Scan Squeeze Unsqueeze Transpose Flatten Pad QLinearMatMul"),
     **_types(9, "integers, strings", "Constant Flatten Gemm Greater Less MatMul PRelu Cast"),
     **_types(12, "more integers", "Clip Max Min ReduceMax ReduceMin MaxPool"),
     ("Equal", 11): "new versions only admit more types (floating point, more integers)",
     ("Erf", 13): "new versions only admit more types (bfloat16; integers no longer)",
     ("Conv", 11): "only reworded the documentation (onnx/onnx#2414)",
     ("ConvTranspose", 11): "only reworded the documentation",
-    **_types(11, "only reworded the pads and output shape formulas (onnx's converter: compatible)",
-             "AveragePool MaxPool LpPool MaxUnpool"),
+    **{(op, 11): "only reworded the pads and output shape formulas (onnx's converter: compatible)"
+       for op in ("AveragePool", "MaxPool", "LpPool", "MaxUnpool")},
     ("NonMaxSuppression", 11): "only clarified that boxes with IoU strictly above the threshold are dropped",
     ("Loop", 11): "only allowed loop-carried values to change shape between iterations",
     ("Pow", 13): "new versions only admit more types (bfloat16)",
