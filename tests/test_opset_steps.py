@@ -21,7 +21,7 @@ from onnx import helper, numpy_helper, version_converter
 from onegraph.convert import convert_opset
 from onegraph.convert import opset_adapters as adapters
 from onegraph.convert.steps import MOVES, REDUCE_OPS, schema, since
-from onegraph.errors import ConversionError, RuntimeFailure
+from onegraph.errors import ConversionError, ModelFileError, RuntimeFailure
 from onegraph.verify.lowprec import reference_run
 from onegraph.verify.runs import run
 
@@ -541,3 +541,12 @@ def test_function_bodies_take_the_same_steps(target):
     assert ("axes" in {o for n in f.node for o in n.output}) == (target >= 13)  # read by Unsqueeze-13 only
     expected = x.mean(axis=-1, keepdims=True)[..., None].repeat(2, axis=2).repeat(2, axis=3)
     np.testing.assert_allclose(outputs(converted, {"x": x})[0], expected, rtol=1e-6)
+
+
+def test_an_opset_onnx_does_not_define_is_refused_before_any_step():
+    """A mutant importing opset 2**31 - 1 (the campaign's case): refused at once, not walked opset by opset."""
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [_vi("x", T.FLOAT, [3])],
+                              [_vi("y", T.FLOAT, [3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 2**31 - 1)], ir_version=10)
+    with pytest.raises(ModelFileError, match="opset 2147483647, which onnx .* does not define"):
+        convert_opset(model, 13)

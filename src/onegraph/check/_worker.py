@@ -2,6 +2,9 @@
 
 Started by :class:`onegraph.check.sandbox.Worker` (``python -m onegraph.check._worker``). Protocol: each
 request is one JSON line (``stages``, ``folder``, ``limits``, ``size``) followed by ``size`` bytes of model;
+or a native call (``call``: ``infer_shapes`` / ``check_model`` / ``convert_version``, ``options``, ``limits``,
+``size``, then the model), answered by ``{"result": n}`` and ``n`` bytes of the resulting model, or
+``{"error": type, "message": ...}`` (see :mod:`onegraph.check.native`);
 the answer is JSON lines: ``{"stage": s}`` when a stage starts, ``{"finding": {...}}`` for each finding,
 ``{"files": [...]}`` after the static stage (the external data files the model reads),
 ``{"end": s, "status": ...}`` when it ends, ``{"done": 1}`` after the last. JSON, not pickle: the calling
@@ -43,6 +46,10 @@ def main() -> None:
     def send(obj: dict) -> None:
         protocol.write(json.dumps(obj).encode() + b"\n")
 
+    def send_result(result: bytes) -> None:
+        protocol.write(json.dumps({"result": len(result)}).encode() + b"\n")
+        protocol.write(result)
+
     send({"ready": 1, "pid": os.getpid(), "enforced": limits.enforced})
     stdin = sys.stdin.buffer
     while True:
@@ -51,6 +58,18 @@ def main() -> None:
             return
         request = json.loads(line)
         data = stdin.read(request["size"])
+        if "call" in request:  # one of onnx's native functions on a model derived in the calling process
+            limits.apply(request["limits"])
+            try:
+                send_result(native_call(request["call"], data, request.get("options") or {}))
+            except MemoryError:
+                send({"error": "MemoryError", "message": "ran out of memory"})
+            except Exception as exc:  # onnx's own exception types: the caller raises them again
+                send({"error": type(exc).__name__, "message": str(exc)[:4000]})
+            finally:
+                del data
+                limits.lift()
+            continue
         memory = int(request["limits"]["memory"])
         state = stages.State(data, request.get("folder"), memory)
         limits.apply(request["limits"])
@@ -73,6 +92,26 @@ def main() -> None:
             del state, data
             limits.lift()
         send({"done": 1})
+
+
+def native_call(name: str, data: bytes, options: dict) -> bytes:
+    """Run onnx's native function ``name`` on the model ``data``; the resulting model's bytes (or none)."""
+    import onnx
+    import onnx.checker
+    import onnx.shape_inference
+    import onnx.version_converter
+
+    if name == "infer_shapes":
+        return onnx.shape_inference.infer_shapes(
+            data, check_type=bool(options.get("check_type")), strict_mode=bool(options.get("strict_mode")),
+            data_prop=bool(options.get("data_prop"))).SerializeToString()
+    if name == "check_model":
+        onnx.checker.check_model(data, full_check=bool(options.get("full_check")))
+        return b""
+    if name == "convert_version":
+        return onnx.version_converter.convert_version(onnx.ModelProto.FromString(data),
+                                                      int(options["target"])).SerializeToString()
+    raise ValueError(f"unknown native call {name!r}")
 
 
 class _Limits:

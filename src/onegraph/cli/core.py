@@ -202,7 +202,11 @@ def score(
         missing = [k for k in keep if k not in frame.columns]
         if missing:
             raise OnegraphError(f"--keep column {missing[0]!r} is not in {data}")
-        scores = frame[keep].reset_index(drop=True).join(scores.reset_index(drop=True), rsuffix="_score")
+        import pandas as pd
+
+        clash = {c: f"{c}_score" for c in scores.columns if c in keep}  # an output named as a kept column
+        scores = pd.concat([frame[keep].reset_index(drop=True),
+                            scores.rename(columns=clash).reset_index(drop=True)], axis=1)
     write_table(scores, output)
     rate = len(frame) / elapsed if elapsed > 0 else float("inf")
     out.print(f"wrote {output}: {len(scores)} rows, columns {', '.join(map(str, scores.columns))} "

@@ -324,6 +324,8 @@ def validate(key: str, value: Any) -> Any:
             value = json.loads(value)
         except json.JSONDecodeError as exc:
             raise MetadataError(PREFIX + key, f"not valid JSON ({exc})") from None
+        except RecursionError:
+            raise MetadataError(PREFIX + key, "JSON nested too deeply to be read") from None
     adapter = _adapter(key)
     try:
         parsed = adapter.validate_python(value, strict=True)

@@ -35,15 +35,15 @@ from typing import Any
 import numpy as np
 import onnx
 import onnx_ir as ir
-from onnx import version_converter
 
+from onegraph.check import irsafe, native
 from onegraph.check.loader import load_model
 from onegraph.convert import opset_adapters as adapters
 from onegraph.convert import steps
 from onegraph.convert import preserve
 from onegraph.convert.steps import TARGET_DOMAIN, Refusal, schema, since
 from onegraph.convert.report import ConversionReport, NodeConversion
-from onegraph.errors import ConfigError, ConversionError, OnegraphError, RuntimeFailure
+from onegraph.errors import ConfigError, ConversionError, ModelFileError, OnegraphError, RuntimeFailure
 from onegraph.io import save_model
 from onegraph.verify.feeds import model_feeds
 from onegraph.verify.lowprec import reference_run
@@ -203,11 +203,11 @@ def _set_opsets(converted: onnx.ModelProto, original: onnx.ModelProto, dst: int,
 
 def _check(original: onnx.ModelProto, converted: onnx.ModelProto, report: ConversionReport) -> None:
     try:
-        onnx.checker.check_model(original)
+        native.check_model(original)
     except onnx.checker.ValidationError:
         return  # the original does not pass either: the checker cannot judge the conversion
     try:
-        onnx.checker.check_model(converted)
+        native.check_model(converted)
     except onnx.checker.ValidationError as exc:
         report.nodes.append(NodeConversion("(model)", "checker", "", "graph", None, None,
                                            f"the converted model fails onnx's checker: {str(exc)[:400]}", ok=False))
@@ -253,7 +253,7 @@ def _all_nodes(model: onnx.ModelProto) -> list[onnx.NodeProto]:
 def _call_input_types(model: onnx.ModelProto) -> dict[tuple[str, str, str], list[onnx.TypeProto | None]]:
     """The input types of the first main-graph call of each local function, by (domain, name, overload)."""
     try:
-        model = onnx.shape_inference.infer_shapes(model)
+        model = native.infer_shapes(model)
     except Exception:  # as in convert_graph: a help, never a requirement
         pass
     g = model.graph
@@ -399,8 +399,12 @@ class _Walk:
             what = f"{node.op_type}-{since(node.op_type, cur)} -> {older}"
             before = [v for v in node.inputs if v is not None]
             try:
-                rewrite = steps.adapt(node, ctx, step)
-                added = steps.apply(node, rewrite)
+                try:
+                    rewrite = steps.adapt(node, ctx, step)
+                    added = steps.apply(node, rewrite)
+                except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:  # a malformed node
+                    raise Refusal(f"the node is not a valid {node.op_type} ({type(exc).__name__}: "
+                                  f"{str(exc)[:200]})") from None
             except Refusal as exc:
                 refused = True
                 if key is not None:
@@ -454,13 +458,13 @@ class _Walk:
         self.model.opset_imports.pop("ai.onnx", None)
         self.model.opset_imports[""] = start
         self.model.opset_imports[TARGET_DOMAIN] = 1
-        proto = ir.serde.serialize_model(self.model)
+        proto = irsafe.to_proto(self.model)
         try:
-            out = version_converter.convert_version(proto, end)
+            out = native.convert_version(proto, end)
         except Exception as exc:  # the converter raises RuntimeError / IndexError with its assertion text
             message = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
             raise _ConverterFailed(message, start, end, crossing) from None
-        self.model = ir.serde.deserialize_model(out)
+        self.model = irsafe.from_proto(out)
         for n in ir.traversal.RecursiveGraphIterator(self.model.graph):
             if n.domain == TARGET_DOMAIN:
                 n.domain = ""
@@ -479,13 +483,23 @@ def convert_graph(unit: onnx.ModelProto, src: int, dst: int, where: str, notes: 
 
     Refused nodes are marked ``ok=False`` in the records (the returned model is then incomplete).
     ``infer``: run onnx's shape inference first (False where it cannot run safely).
+
+    Raises
+    ------
+    ModelFileError
+        when ``src`` is an opset the installed onnx does not define (nothing to convert from).
     """
+    top = onnx.defs.onnx_opset_version()
+    if not 1 <= src <= top:
+        raise ModelFileError(f"the {where} imports default-domain opset {src}, which onnx {onnx.__version__} does not "
+                             f"define (1 to {top}): there is no definition to convert from",
+                             hint="set the model's opset_import to the opset its nodes were written for")
     if infer:
         try:
-            unit = onnx.shape_inference.infer_shapes(unit)
+            unit = native.infer_shapes(unit)
         except Exception:  # shape inference is a help for the adapters, never a requirement
             pass
-    model = ir.serde.deserialize_model(unit)
+    model = irsafe.from_proto(unit)
     temporary: set[str] = set()
     records: dict[str, NodeConversion] = {}
     refs: dict[str, list[ir.Attr]] = {}
@@ -503,10 +517,10 @@ def convert_graph(unit: onnx.ModelProto, src: int, dst: int, where: str, notes: 
                                             node.op_type, node.domain, where, a, b, how)
         refs[node.name] = [attr for attr in node.attributes.values() if attr.is_ref()]
 
-    base = ir.serde.serialize_model(model)
+    base = irsafe.to_proto(model)
     planned: set[str] = set()
     while True:
-        walk = _Walk(ir.serde.deserialize_model(base), src, dst, records, planned, notes)
+        walk = _Walk(irsafe.from_proto(base), src, dst, records, planned, notes)
         try:
             converted = walk.run()
         except _ConverterFailed as failed:

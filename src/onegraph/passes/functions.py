@@ -36,8 +36,8 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 import onnx_ir as ir
-from onnx_ir.passes.common import InlinePass
 
+from onegraph.check import irsafe
 from onegraph.errors import GroupingError, PassError
 from onegraph.passes._gc import paused
 from onegraph.passes._index import GraphIndex
@@ -493,7 +493,7 @@ def inline(model: ir.Model, only: Iterable[str | tuple[str, ...]] | None = None)
     counts = call_counts(model)
     before = set(model.functions)
     with _linear_unique_names(), paused():
-        InlinePass(selector)(model)
+        irsafe.inline(model, selector=selector)
     removed = before - set(model.functions)
     _drop_unused_function_domains(model)
     return {k: counts.get(k, 0) for k in removed}

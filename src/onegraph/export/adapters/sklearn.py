@@ -25,6 +25,9 @@ from onegraph.emit import (
     register_emitter,
 )
 from onegraph.errors import ExportError
+# onegraph's transformers register the emitters of scikit-learn's own (SimpleImputer, OneHotEncoder, the
+# scalers...) when their module is imported: a pipeline of scikit-learn objects alone needs them too
+from onegraph.frame import transformers as _registers_emitters  # noqa: F401
 
 __all__ = ["emit_step", "step_name", "emit_pipeline", "emit_column_transformer", "emit_feature_union",
            "emit_function_transformer"]

@@ -123,17 +123,28 @@ class FusePass(ir.passes.InPlacePass):
 def _infer_types(model: ir.Model) -> None:
     """Fill in element types and shapes the exporter did not record (the rules check them).
 
-    ONNX shape inference through onnx-ir; a model it cannot infer (custom operators) is left as it is,
-    and rules needing a missing type simply do not fire.
+    ONNX shape inference, run in the checking process (the model may come from any file: onnx's C++ inference
+    crashes on some graphs, :mod:`onegraph.check.native`), merged back by value name; a model it cannot infer
+    (custom operators) is left as it is, and rules needing a missing type simply do not fire.
     """
-    from onnx_ir.passes.common import ShapeInferencePass
+    from onegraph.check.native import infer_shapes
 
     if all(v.type is not None and v.shape is not None for node in model.graph for v in node.outputs):
         return  # the exporter recorded them all (PyTorch's dynamo exporter does)
     try:
-        ShapeInferencePass()(model)
-    except Exception:  # onnx's inference raises several types for models it cannot handle
-        pass
+        inferred = ir.from_proto(infer_shapes(ir.to_proto(model), check_type=True, data_prop=True))
+    except Exception:  # onnx's inference raises several types for models it cannot handle, or crashed there
+        return
+    for graph, typed in zip(model.graphs(), inferred.graphs()):
+        known = ir.convenience.create_value_mapping(typed)
+        for name, value in ir.convenience.create_value_mapping(graph).items():
+            other = known.get(name)
+            if other is None:
+                continue
+            if value.shape is None and other.shape is not None:
+                value.shape = other.shape
+            if value.type is None and other.type is not None:
+                value.type = other.type
 
 
 def _wrap(model: ir.Model, chosen: list[Family]) -> dict[str, int]:
