@@ -52,6 +52,7 @@ CODES: dict[str, tuple[str, str, str]] = {
     "C204": ("exceeds-memory", ERROR, "a tensor, or an allocation a constant shape asks for, exceeds the memory limit"),
     "C205": ("typed-data-count", ERROR, "the number of values in a typed data field does not match dims"),
     "C206": ("bad-dtype", ERROR, "a tensor's data type is undefined or unknown"),
+    "C207": ("attribute-empty", ERROR, "an attribute declares a tensor, graph or type and holds none"),
     # graph structure
     "C301": ("input-count", ERROR, "a node's inputs do not match its operator schema (count, or a required one empty)"),
     "C302": ("output-count", ERROR, "a node's outputs do not match its operator schema"),

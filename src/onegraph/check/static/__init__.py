@@ -56,6 +56,7 @@ def _all(model: onnx.ModelProto, folder: str | None, memory: int) -> Iterator[Fi
     functions = operators.local_functions(model)
     folding = fold.Folder(memory)
     for body in bodies(model):
+        yield from tensors.check_attribute_values(body.nodes, body.path)
         for site in stored_tensors(body):
             yield from tensors.check_tensor(site, folder=folder, memory=memory)
         yield from structure.check_body(body)

@@ -21,7 +21,8 @@ from onegraph.check.findings import Finding
 from onegraph.check.static.walk import TensorSite, bodies
 from onegraph.check.static.walk import tensors as stored_tensors
 
-__all__ = ["INT64_MAX", "element_bits", "byte_size", "type_name", "check_tensor", "small_ints", "census"]
+__all__ = ["INT64_MAX", "element_bits", "byte_size", "type_name", "check_tensor", "check_attribute_values",
+           "small_ints", "census"]
 
 INT64_MAX = (1 << 63) - 1
 _SUB_BYTE_BITS = {TensorProto.INT4: 4, TensorProto.UINT4: 4, TensorProto.FLOAT4E2M1: 4,
@@ -59,6 +60,23 @@ def _typed_count(elements: int, data_type: int) -> int:
         return 2 * elements
     per = _PACKED_TYPED.get(_SUB_BYTE_BITS.get(data_type, 0))
     return -(-elements // per) if per else elements
+
+
+#: attribute type -> the field that must hold its value (presence is all protobuf records for these)
+_HOLDER = {onnx.AttributeProto.TENSOR: "t", onnx.AttributeProto.GRAPH: "g",
+           onnx.AttributeProto.SPARSE_TENSOR: "sparse_tensor", onnx.AttributeProto.TYPE_PROTO: "tp"}
+
+
+def check_attribute_values(nodes: Iterator[onnx.NodeProto], path: str) -> Iterator[Finding]:
+    """C207 for an attribute that declares a tensor / graph / sparse tensor / type but holds none: every
+    reader (onnx-ir, onnxruntime, the converters) would take an empty default (a tensor of undefined type)."""
+    for i, node in enumerate(nodes):
+        for attr in node.attribute:
+            holder = _HOLDER.get(attr.type)
+            if holder is not None and not attr.ref_attr_name and not attr.HasField(holder):
+                yield Finding("C207", f"attribute {attr.name[:80]!r} declares a {holder} value and holds none",
+                              f"{path}.node[{i}].attribute[{attr.name[:80]}]",
+                              node=node.name or f"#{i} {node.op_type}")
 
 
 def check_tensor(site: TensorSite, *, folder: str | None, memory: int) -> Iterator[Finding]:
