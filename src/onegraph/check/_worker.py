@@ -33,8 +33,8 @@ def main() -> None:
     sys.dont_write_bytecode = True
     import onnx  # noqa: F401 - loaded before the limits apply, so they measure the model's check only
     import onnx.checker  # noqa: F401
-    import onnx.shape_inference  # noqa: F401
     import onnx.reference  # noqa: F401 - the static stage folds constants with it
+    import onnx.shape_inference  # noqa: F401
     import onnxruntime  # noqa: F401
 
     from onegraph.check import stages

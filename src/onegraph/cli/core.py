@@ -124,7 +124,9 @@ def build(
     train, test, y_train, y_test = train_test_split(frame, y, test_size=test_size, random_state=seed,
                                                     stratify=stratify)
     for column, why in plan.skipped.items():
-        err.print(f"note: column {column!r} left out: {why}")
+        err.print(f"note: column {column!r} left out: {why}", markup=False)
+    for column, what in plan.notes.items():  # values from the data: printed as they are, never as markup
+        err.print(f"note: column {column!r} {what}", markup=False)
     if len(names) > 1 or ensemble:
         from onegraph.cli.compose import build_several
 

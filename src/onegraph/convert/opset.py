@@ -39,11 +39,16 @@ import onnx_ir as ir
 from onegraph.check import irsafe, native
 from onegraph.check.loader import load_model
 from onegraph.convert import opset_adapters as adapters
-from onegraph.convert import steps
-from onegraph.convert import preserve
-from onegraph.convert.steps import TARGET_DOMAIN, Refusal, schema, since
+from onegraph.convert import preserve, steps
 from onegraph.convert.report import ConversionReport, NodeConversion
-from onegraph.errors import ConfigError, ConversionError, ModelFileError, OnegraphError, RuntimeFailure
+from onegraph.convert.steps import TARGET_DOMAIN, Refusal, schema, since
+from onegraph.errors import (
+    ConfigError,
+    ConversionError,
+    ModelFileError,
+    OnegraphError,
+    RuntimeFailure,
+)
 from onegraph.io import save_model
 from onegraph.verify.feeds import model_feeds
 from onegraph.verify.lowprec import reference_run

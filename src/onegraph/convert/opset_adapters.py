@@ -24,8 +24,20 @@ from __future__ import annotations
 import onnx_ir as ir
 
 from onegraph.convert import opset_rewrites as rw
-from onegraph.convert.steps import (MOVES, REDUCE_OPS, TARGET_DOMAIN, Context, Refusal, Rewrite, Step,
-                                    inputs_to_attributes, nonnegative_axes, reduce_axes, schema, since)
+from onegraph.convert.steps import (
+    MOVES,
+    REDUCE_OPS,
+    TARGET_DOMAIN,
+    Context,
+    Refusal,
+    Rewrite,
+    Step,
+    inputs_to_attributes,
+    nonnegative_axes,
+    reduce_axes,
+    schema,
+    since,
+)
 
 __all__ = ["TARGET_DOMAIN", "Refusal", "Step", "schema", "since", "TYPE_ONLY", "ADAPTERS", "ONNX", "IMPOSSIBLE",
            "UP_ADAPTERS", "classify", "down_step", "up_step"]

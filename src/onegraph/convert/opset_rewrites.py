@@ -14,8 +14,21 @@ import numpy as np
 import onnx_ir as ir
 
 from onegraph.convert.constants import constant_input
-from onegraph.convert.steps import (Builder, Context, Refusal, Rewrite, axis_length, dims_of, from_front, input_at,
-                                    inputs_to_attributes, known_value, nonnegative_axes, nonnegative_indices, rank_of)
+from onegraph.convert.steps import (
+    Builder,
+    Context,
+    Refusal,
+    Rewrite,
+    axis_length,
+    dims_of,
+    from_front,
+    input_at,
+    inputs_to_attributes,
+    known_value,
+    nonnegative_axes,
+    nonnegative_indices,
+    rank_of,
+)
 
 __all__ = ["gather", "scatter_elements", "one_hot", "slice_axes", "scan_axes", "scan_9", "scan_up_9", "top_k",
            "constant_values", "gemm_c", "pow_exponent", "dropout_mask", "dropout_inputs", "depth_to_space",

@@ -12,7 +12,16 @@ from collections.abc import Iterator
 import onnx
 
 from onegraph.check.findings import Finding
-from onegraph.check.static import fold, inputs, metadata, operators, rules, strings, structure, tensors
+from onegraph.check.static import (
+    fold,
+    inputs,
+    metadata,
+    operators,
+    rules,
+    strings,
+    structure,
+    tensors,
+)
 from onegraph.check.static.walk import bodies, domain_of
 from onegraph.check.static.walk import tensors as stored_tensors
 
