@@ -126,3 +126,42 @@ def test_an_attribute_without_its_value_is_refused_before_any_tool_reads_it(cli,
         done = cli(argv[0], *argv[1:2] if argv[0] == "fed" else (), str(path), *argv[1:] if argv[0] != "fed" else ())
         _one_line_error(done)
         assert "C207" in done.stderr
+
+
+def test_external_tensors_are_read_from_the_models_folder(tmp_path, monkeypatch):
+    """Campaign case (`stats show`, seed 11): onnx-ir read an external tensor relative to the working folder
+    (FileNotFoundError, exit 70) — or, worse, read a file of that name there."""
+    from onnx.external_data_helper import convert_model_to_external_data
+
+    from onegraph.check.loader import load_ir
+
+    weights = np.arange(64, dtype=np.float32).reshape(8, 8)
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "ext",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 8])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 8])],
+                          [numpy_helper.from_array(weights, "w")])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    convert_model_to_external_data(model, location="weights.bin", size_threshold=0)
+    folder = tmp_path / "model"
+    folder.mkdir()
+    onnx.save(model, folder / "m.onnx")
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    (elsewhere / "weights.bin").write_bytes(b"\xff" * weights.nbytes)  # a decoy where the old code looked
+    monkeypatch.chdir(elsewhere)
+    loaded = load_ir(folder / "m.onnx")
+    np.testing.assert_array_equal(loaded.graph.initializers["w"].const_value.numpy(), weights)
+
+
+def test_calibrating_a_model_whose_runs_take_no_sample_is_one_error(cli, tmp_path):
+    """Campaign case (`stats calibrate`, seed 11): an input declared [0, 4] made a zero batch size (exit 70)."""
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "empty",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [0, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [0, 4])])
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)], ir_version=10), path)
+    np.savez(tmp_path / "d.npz", x=np.ones((3, 4), np.float32))
+    done = cli("stats", "calibrate", str(path), "--data", str(tmp_path / "d.npz"), "-o", str(tmp_path / "o.onnx"))
+    _one_line_error(done)
+    assert "'x'" in done.stderr and "first dimension of 0" in done.stderr
+    assert not (tmp_path / "o.onnx").exists()

@@ -77,7 +77,12 @@ def load_model(model: Any, *, trusted: bool = False, purpose: str = "load") -> A
         import onnx_ir as ir
 
         return ir.to_proto(model)
-    source = read_model(model, trusted=trusted, purpose=purpose)
+    return _parse(read_model(model, trusted=trusted, purpose=purpose))
+
+
+def _parse(source: Source) -> Any:
+    import onnx
+
     proto = onnx.ModelProto()
     try:
         proto.ParseFromString(source.data)
@@ -101,12 +106,15 @@ def load_ir(model: Any, *, trusted: bool = False) -> Any:
     """
     import onnx_ir as ir
 
+    from onegraph.check import irsafe
+
     if isinstance(model, ir.Model):
         return model
-    proto = load_model(model, trusted=trusted)
-    try:
-        return ir.from_proto(proto)
-    except Exception as exc:  # onnx_ir.serde.SerdeError, or what its deserializers raise on odd messages
-        reason = " ".join(str(exc).split())[:300]
-        raise ModelFileError(f"{label_of(model)} cannot be read as a graph: {reason}",
-                             hint="check it with `onegraph check`") from None
+    if is_in_memory_model(model):
+        return irsafe.from_proto(load_model(model), label_of(model))
+    source = read_model(model, trusted=trusted)
+    loaded = irsafe.from_proto(_parse(source), source.label)
+    if source.folder is not None:
+        # onnx-ir reads external tensors lazily, relative to the base folder: the model's, not the working one
+        ir.external_data.set_base_dir(loaded.graph, source.folder)
+    return loaded

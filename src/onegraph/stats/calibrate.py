@@ -354,8 +354,13 @@ class _Runner:
         except Exception as exc:  # onnxruntime's own exception types
             raise ModelFileError(f"onnxruntime cannot open the model: {str(exc).strip()[:500]}") from None
         self.inputs = {i.name: _NUMPY.get(i.type) for i in session.get_inputs()}
-        first = [i.shape[0] for i in session.get_inputs() if i.shape and isinstance(i.shape[0], int)]
-        self.fixed_batch = min(first) if first else None
+        first = {i.name: i.shape[0] for i in session.get_inputs() if i.shape and isinstance(i.shape[0], int)}
+        empty = [name for name, size in first.items() if size < 1]
+        if empty:
+            raise ModelFileError(f"input {empty[0]!r} declares a first dimension of {first[empty[0]]}: each run "
+                                 "takes no sample, so there is nothing to calibrate",
+                                 hint="declare the batch dimension as a name (dynamic) or a positive size")
+        self.fixed_batch = min(first.values()) if first else None
 
         def run(names: list[str], feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
             try:
