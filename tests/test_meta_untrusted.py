@@ -103,3 +103,25 @@ def test_c601_and_c602_are_documented_codes():
     for code in ("C601", "C602"):
         Finding(code, "x", "graph")
     assert rule.PREFIX == meta.PREFIX
+
+
+@pytest.mark.parametrize("elem", ["float16", "bool", "int8"])
+def test_generated_values_take_the_feed_and_one_step_beside_it(elem):
+    """Campaign case (`convert_float16`, seed 12): a float16 input of 2**31 values fits the 4 GiB budget, but
+    drawing it as float64 asked for 16 GiB. Generation fills the feed in place: the peak beyond the feed is
+    one step's float64 draws."""
+    import tracemalloc
+
+    import numpy as np
+
+    from onegraph.verify import feeds
+
+    m = _model(f"{elem}[N, 1048576] x")  # 16 rows: 16 Mi values
+    tracemalloc.start()
+    try:
+        x = generated_feeds(m)["x"]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert x.shape == (16, 1 << 20) and x.dtype == np.dtype(elem)
+    assert peak <= x.nbytes + 3 * 8 * feeds._STEP, (peak, x.nbytes)

@@ -202,14 +202,28 @@ def generated_feeds(proto: onnx.ModelProto, *, rows: int = 16, seed: int = 0, me
     return {name: _random(rng, elem_type, shape, name) for name, (elem_type, shape) in shapes.items()}
 
 
+#: values generated per step: the feed is filled in place, so the memory beyond the feed itself is one step's
+#: float64 draws (8 MiB), not a float64 copy of the whole feed (4x a float16 feed, 8x a bool one)
+_STEP = 1 << 20
+
+
 def _random(rng: np.random.Generator, elem_type: int, shape: tuple[int, ...], name: str) -> np.ndarray:
     dtype = _np_dtype(elem_type, name)
     if dtype == object:
-        return rng.choice(np.array(["a", "b", "c"], dtype=object), size=shape)
-    if dtype == np.bool_:
-        return rng.random(shape) < 0.5
-    if np.issubdtype(dtype, np.integer):
-        return rng.integers(0, 4, size=shape).astype(dtype)
-    if np.issubdtype(dtype, np.floating) or dtype.kind == "V" or dtype.name in ("bfloat16", "float16"):
-        return rng.standard_normal(shape).astype(np.float32).astype(dtype)
+        draw = lambda n: rng.choice(np.array(["a", "b", "c"], dtype=object), size=n)  # noqa: E731
+    elif dtype == np.bool_:
+        draw = lambda n: rng.random(n) < 0.5  # noqa: E731
+    elif np.issubdtype(dtype, np.integer):
+        draw = lambda n: rng.integers(0, 4, size=n)  # noqa: E731
+    elif np.issubdtype(dtype, np.floating) or dtype.kind == "V" or dtype.name in ("bfloat16", "float16"):
+        draw = lambda n: rng.standard_normal(n).astype(np.float32)  # noqa: E731
+    else:
+        draw = None
+    if draw is not None:
+        out = np.empty(shape, dtype=dtype)
+        flat = out.reshape(-1)
+        for start in range(0, flat.size, _STEP):
+            stop = min(flat.size, start + _STEP)
+            flat[start:stop] = draw(stop - start).astype(dtype)
+        return out
     raise DataError(f"input {name!r}: cannot generate values of type {dtype}", hint="give its values in a .npz file")
