@@ -19,11 +19,14 @@ __all__ = ["FrameTemplate"]
 try:  # pandas >= 2.1 internals; absent or changed -> public constructor
     from pandas._libs.internals import BlockPlacement
     from pandas.core.internals import BlockManager
-    from pandas.core.internals.blocks import new_block
+    from pandas.core.internals.blocks import get_block_type
 
     _FAST = hasattr(pd.DataFrame, "_from_mgr")
 except ImportError:  # pragma: no cover - depends on the pandas version
     _FAST = False
+
+#: pandas' block class per numpy dtype (what ``new_block`` looks up on every call)
+_BLOCKS: dict[np.dtype, type] = {}
 
 
 _RANGES: dict[int, pd.RangeIndex] = {}
@@ -73,7 +76,11 @@ class FrameTemplate:
     def _fast(self, arrays: list[np.ndarray], index: pd.Index) -> pd.DataFrame:
         blocks = []
         for (names, two_d), a, place in zip(self.layout, arrays, self._placements):
-            values = np.ascontiguousarray(a.T) if two_d else a.reshape(1, -1)
-            blocks.append(new_block(values, place, ndim=2))
+            # a block holds its columns as rows; a one-row [1, k] array transposed is contiguous already
+            values = (a.T if len(a) == 1 else np.ascontiguousarray(a.T)) if two_d else a.reshape(1, -1)
+            klass = _BLOCKS.get(values.dtype)
+            if klass is None:
+                klass = _BLOCKS[values.dtype] = get_block_type(values.dtype)
+            blocks.append(klass(values, place, 2))
         mgr = BlockManager(tuple(blocks), [self.columns, index], verify_integrity=False)
         return pd.DataFrame._from_mgr(mgr, axes=mgr.axes)
