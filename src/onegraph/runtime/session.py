@@ -109,7 +109,7 @@ class Session:
         self._scored = [(i, o) for i, o in enumerate(self.outputs) if o.get("role") != "check"]
         # a model's answers, and the inputs that can hold ±inf: see _raise_infinite
         self._answers = [(i, o) for i, o in self._scored if o.get("role") in _ANSWERS]
-        self._float_answers = [i for i, _ in self._answers]
+        self._answer_indices = [i for i, _ in self._answers]
         self._float_inputs = [s.name for s in self.inputs if s.kind == "float"] if self._answers else []
         self._run = self._session._sess.run  # the binding, without the wrapper's per-call validation
         self._run_options = ort.RunOptions()
@@ -188,7 +188,7 @@ class Session:
         if self._checks:
             self._raise_checks(results, data)
         finite = True
-        for i in self._float_answers:
+        for i in self._answer_indices:
             value = results[i]
             if value.dtype.kind == "f" and not _all_finite(value):
                 finite = False
