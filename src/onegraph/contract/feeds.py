@@ -2,13 +2,12 @@
 
 The dtype table and the missing-value representation are in :mod:`onegraph.contract.columns`;
 :func:`to_feed` applies them to one column's values (numpy, pandas or Arrow arrays, lists), or raises an
-error naming the column, the row and what to give instead. :func:`single_row_feeds` and
-:func:`small_frame_feeds` are the single-row scoring paths (no per-call dtype dispatch for the common cases).
+error naming the column, the row and what to give instead. the single-row scoring paths
+(no per-call dtype dispatch) are in :mod:`onegraph.contract.rows`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -17,13 +16,13 @@ import pandas as pd
 from onegraph.contract.columns import (
     MISSING_STRING,
     NA_INT64,
-    NUMPY_TYPES,
     ColumnSpec,
     is_string_dtype,
 )
+from onegraph.contract.rows import small_texts
 from onegraph.errors import ColumnTypeError
 
-__all__ = ["to_feed", "single_row_feeds", "small_frame_feeds", "parse_datetime_text"]
+__all__ = ["to_feed", "parse_datetime_text"]
 
 
 def to_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
@@ -69,35 +68,16 @@ _EXACT = {"double": np.dtype(np.float64), "float": np.dtype(np.float32), "int64"
           "bool": np.dtype(np.bool_)}
 
 
-#: classes of pandas arrays seen to hold only strings (pandas' Arrow-backed "str" / "string" arrays)
-_STRING_ARRAYS: set[type] = set()
-
-
 def _fast_feed(spec: ColumnSpec, values: Any) -> np.ndarray | None:
     """The common cases of scoring, without dispatch: a 1-D array already of the input's type, or a
     few values of text (single-row scoring). None when the general path is needed."""
-    t = type(values)
-    if t is np.ndarray:
-        if values.ndim != 1:
-            return None
-        exact = _EXACT.get(spec.onnx_type)
-        if exact is not None:
-            if values.dtype != exact or (spec.kind == "int" and _holds_int64_min(values)):
-                return None  # the general path converts, or refuses the reserved INT64_MIN
-            return values
-        if values.dtype == object and len(values) <= 16:
-            return _small_texts(values)
-        return None
     if spec.onnx_type == "string":
-        pa_array = getattr(values, "_pa_array", None)  # pandas' Arrow-backed string arrays
-        if pa_array is None or len(pa_array) > 16:
-            return None
-        if t not in _STRING_ARRAYS:
-            if not (isinstance(values.dtype, pd.StringDtype) and values.dtype.storage == "pyarrow"):
-                return None
-            _STRING_ARRAYS.add(t)
-        # one chunk (the usual case) converts in half the time of the chunked array
-        return _small_texts(pa_array.chunk(0).to_pylist() if pa_array.num_chunks == 1 else pa_array.to_pylist())
+        return small_texts(values)
+    if type(values) is np.ndarray and values.ndim == 1:
+        exact = _EXACT.get(spec.onnx_type)
+        if exact is None or values.dtype != exact or (spec.kind == "int" and _holds_int64_min(values)):
+            return None  # the general path converts, or refuses the reserved INT64_MIN
+        return values
     return None
 
 
@@ -105,93 +85,6 @@ def _holds_int64_min(values: np.ndarray) -> bool:
     if values.size <= 16:  # single-row scoring: a list is faster than a reduction on a few values
         return NA_INT64 in values.tolist()
     return bool(values.min() == NA_INT64)
-
-
-def _small_texts(values: Any) -> np.ndarray | None:
-    out = []
-    for v in values:
-        if type(v) is str:
-            out.append(v)
-        elif v is None or v is pd.NA or (type(v) is float and v != v):
-            out.append(MISSING_STRING)
-        else:
-            return None  # the general path reports the bad value
-    return np.array(out, dtype=object)
-
-
-def single_row_feeds(specs: Sequence[ColumnSpec], record: dict) -> dict[str, np.ndarray] | None:
-    """Feeds for one row given as a dict of scalars (the latency-critical case), or None when some
-    value is not a plain scalar of the expected kind (the general path then converts or reports it)."""
-    feeds = {}
-    for spec in specs:
-        if spec.name not in record:
-            return None  # the general path reports every missing column
-        v = record[spec.name]
-        t = type(v)
-        missing = v is None or (t is float and v != v)
-        kind = spec.onnx_type
-        if kind == "double" or kind == "float":
-            if not (missing or t is float or t is int) or (t is int and not -2**63 <= v < 2**63) or (
-                    kind == "float" and not missing and abs(v) > _FLOAT32_MAX):
-                return None  # the general path converts or refuses it, naming the column and row
-            feeds[spec.name] = np.array([np.nan if missing else v], dtype=NUMPY_TYPES[kind])
-        elif kind == "string":
-            if not (missing or t is str):
-                return None
-            arr = np.empty(1, dtype=object)
-            arr[0] = MISSING_STRING if missing else v
-            feeds[spec.name] = arr
-        elif kind == "int64" and spec.kind == "int":
-            if not (missing or t is int) or (t is int and not -2**63 < v < 2**63):
-                return None
-            feeds[spec.name] = np.array([NA_INT64 if missing else v], dtype=np.int64)
-        elif kind == "bool":
-            if t is not bool:
-                return None
-            feeds[spec.name] = np.array([v])
-        else:
-            return None
-    return feeds
-
-
-_NAMES: dict[int, tuple[pd.Index, list]] = {}
-
-
-def _column_names(columns: pd.Index) -> list:
-    """``columns`` as a list, remembered for the last few Index objects: rows taken from one DataFrame
-    share its Index, and converting pandas' Arrow-backed Index costs more than scoring a row."""
-    entry = _NAMES.get(id(columns))
-    if entry is not None and entry[0] is columns:
-        return entry[1]
-    names = columns.tolist()
-    if len(_NAMES) >= 8:
-        _NAMES.pop(next(iter(_NAMES)))
-    _NAMES[id(columns)] = (columns, names)  # holds the Index, so its id is not reused while cached
-    return names
-
-
-def small_frame_feeds(specs: Sequence[ColumnSpec], frame: pd.DataFrame) -> dict[str, np.ndarray] | None:
-    """Feeds for a pandas DataFrame of a few rows (single-row scoring), reading its column arrays straight
-    from its blocks; None when some column needs the general path (which also reports errors)."""
-    try:
-        columns = _column_names(frame.columns)
-        arrays: dict[Any, Any] = {}
-        for block in frame._mgr.blocks:  # pandas internals: absent or changed -> general path
-            values = block.values
-            for j, loc in enumerate(block.mgr_locs):
-                arrays[columns[loc]] = values[j] if values.ndim == 2 else values
-    except Exception:  # any internal-API mismatch
-        return None
-    if len(arrays) != len(columns):
-        return None  # repeated column names
-    feeds = {}
-    for spec in specs:
-        values = arrays.get(spec.name)
-        fast = None if values is None else _fast_feed(spec, values)
-        if fast is None:
-            return None
-        feeds[spec.name] = fast
-    return feeds
 
 
 def _from_list(values: Any) -> Any:

@@ -19,11 +19,14 @@ __all__ = ["FrameTemplate"]
 try:  # pandas >= 2.1 internals; absent or changed -> public constructor
     from pandas._libs.internals import BlockPlacement
     from pandas.core.internals import BlockManager
-    from pandas.core.internals.blocks import new_block
+    from pandas.core.internals.blocks import get_block_type
 
     _FAST = hasattr(pd.DataFrame, "_from_mgr")
 except ImportError:  # pragma: no cover - depends on the pandas version
     _FAST = False
+
+#: pandas' block class per numpy dtype (what ``new_block`` looks up on every call)
+_BLOCKS: dict[np.dtype, type] = {}
 
 
 _RANGES: dict[int, pd.RangeIndex] = {}
@@ -51,16 +54,19 @@ class FrameTemplate:
             place = slice(start, start + len(names))
             self._placements.append(BlockPlacement(place) if _FAST else place)
             start += len(names)
+        self._plan = list(zip(self._placements, [two_d for _, two_d in layout]))
 
     def frame(self, arrays: list[Any], index: pd.Index | None, n_rows: int) -> pd.DataFrame:
         """The DataFrame of ``arrays`` (1-D ``[N]`` or 2-D ``[N, k]``) laid out by this template."""
         if index is None:
             index = _range_index(n_rows)
-        if _FAST and all(type(a) is np.ndarray for a in arrays):
+        if _FAST:
             try:
-                return self._fast(arrays, index)
+                frame = self._fast(arrays, index)
             except Exception:  # any internal-API mismatch: the public path below gives the same frame
-                pass
+                frame = None
+            if frame is not None:
+                return frame
         data = {}
         for (names, two_d), a in zip(self.layout, arrays):
             if two_d:
@@ -70,10 +76,17 @@ class FrameTemplate:
                 data[names[0]] = a
         return pd.DataFrame(data, index=index, columns=self.columns, copy=False)
 
-    def _fast(self, arrays: list[np.ndarray], index: pd.Index) -> pd.DataFrame:
+    def _fast(self, arrays: list[Any], index: pd.Index) -> pd.DataFrame | None:
+        """The frame assembled from one block per array; None when an array is not a numpy array."""
         blocks = []
-        for (names, two_d), a, place in zip(self.layout, arrays, self._placements):
-            values = np.ascontiguousarray(a.T) if two_d else a.reshape(1, -1)
-            blocks.append(new_block(values, place, ndim=2))
+        for a, (place, two_d) in zip(arrays, self._plan):
+            if type(a) is not np.ndarray:
+                return None
+            # a block holds its columns as rows; a one-row [1, k] array transposed is contiguous already
+            values = (a.T if len(a) == 1 else np.ascontiguousarray(a.T)) if two_d else a.reshape(1, -1)
+            klass = _BLOCKS.get(values.dtype)
+            if klass is None:
+                klass = _BLOCKS[values.dtype] = get_block_type(values.dtype)
+            blocks.append(klass(values, place, 2))
         mgr = BlockManager(tuple(blocks), [self.columns, index], verify_integrity=False)
-        return pd.DataFrame._from_mgr(mgr, axes=mgr.axes)
+        return pd.DataFrame._from_mgr(mgr, mgr.axes)

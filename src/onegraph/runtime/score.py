@@ -15,6 +15,7 @@ __all__ = ["cached_session", "score"]
 
 _CACHE: OrderedDict[tuple, Session] = OrderedDict()
 _CACHE_SIZE = 8
+_LAST: list = [None, None]  # key and session of the last call (the most recent entry of _CACHE)
 
 
 def _key(model: Any) -> tuple:
@@ -39,6 +40,8 @@ def cached_session(model: Any, *, trusted: bool = False) -> Session:
     ``trusted`` skips the pre-check of a model not opened yet (see :class:`Session`).
     """
     key = _key(model)
+    if _CACHE and key == _LAST[0]:  # the model scored last (the single-row loop): no reordering
+        return _LAST[1]
     sess = _CACHE.get(key)
     if sess is None:
         sess = Session(model, trusted=trusted)
@@ -48,6 +51,7 @@ def cached_session(model: Any, *, trusted: bool = False) -> Session:
             _CACHE.popitem(last=False)
     else:
         _CACHE.move_to_end(key)
+    _LAST[:] = [key, sess]
     return sess
 
 

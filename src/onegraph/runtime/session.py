@@ -26,8 +26,9 @@ from onegraph.check.loader import load_model, read_model
 from onegraph.check.options import session_options
 from onegraph.contract import metadata as meta
 from onegraph.contract.columns import MISSING_STRING, NA_INT64, ColumnSpec
-from onegraph.contract.feeds import single_row_feeds, small_frame_feeds, to_feed
+from onegraph.contract.feeds import to_feed
 from onegraph.contract.outputs import check_entries
+from onegraph.contract.rows import RowFeeds
 from onegraph.contract.tables import column_reader
 from onegraph.errors import (
     ColumnTypeError,
@@ -108,10 +109,14 @@ class Session:
         self._scored = [(i, o) for i, o in enumerate(self.outputs) if o.get("role") != "check"]
         # a model's answers, and the inputs that can hold ±inf: see _raise_infinite
         self._answers = [(i, o) for i, o in self._scored if o.get("role") in _ANSWERS]
+        self._answer_indices = [i for i, _ in self._answers]
         self._float_inputs = [s.name for s in self.inputs if s.kind == "float"] if self._answers else []
         self._run = self._session._sess.run  # the binding, without the wrapper's per-call validation
         self._run_options = ort.RunOptions()
         self._templates: dict[tuple, FrameTemplate] = {}
+        # per scored output, what score() does to it: (result index, role, kind, tz)
+        self._post = [(i, o.get("role"), o.get("kind"), o.get("tz")) for i, o in self._scored]
+        self._rows = RowFeeds(self.inputs, self._rank2)  # single-row feeds, planned once
         #: rows scored as windows of their group (see :mod:`onegraph.runtime.windows`), or None
         self.sequence = meta.SequenceSpec.from_dict(fields["sequence"]) if "sequence" in fields else None
 
@@ -126,14 +131,15 @@ class Session:
         Raises :class:`~onegraph.errors.MissingColumnError` / :class:`~onegraph.errors.ColumnTypeError`
         naming the column at fault.
         """
-        if type(data) is dict:
-            row = single_row_feeds(self.inputs, data)
+        t = type(data)
+        if t is dict:
+            row = self._rows.record(data)
             if row is not None:
-                return 1, self._shaped(row)
-        elif type(data) is pd.DataFrame and len(data) <= 16:
-            few = small_frame_feeds(self.inputs, data)
+                return 1, row
+        elif t is pd.DataFrame:
+            few = self._rows.frame(data)
             if few is not None:
-                return len(data), self._shaped(few)
+                return len(data.index), few
         n, names, get = column_reader(data)
         feeds = {}
         for spec in self.inputs:
@@ -160,12 +166,17 @@ class Session:
         return dict(zip(self._output_names, self._results(data)))
 
     def _results(self, data: Any) -> list[np.ndarray]:
+        return self._checked(data)[0]
+
+    def _checked(self, data: Any) -> tuple[list[np.ndarray], bool]:
+        """The outputs for ``data`` (rows refused by a check or unanswered for ±inf raise), and whether every
+        answer is finite (then no label needs marking missing)."""
         n, feeds = self.feeds(data)
         if n == 0:
-            return self._empty_outputs()
+            return self._empty_outputs(), True
         if self.sequence is not None:
-            return self._sequence_results(data, feeds)
-        if n <= self.batch_size:
+            results = self._sequence_results(data, feeds)
+        elif n <= self.batch_size:
             results = self._call(feeds)
         else:
             chunks = [{k: v[i:i + self.batch_size] for k, v in feeds.items()} for i in range(0, n, self.batch_size)]
@@ -176,9 +187,15 @@ class Session:
             results = [np.concatenate([p[j] for p in parts]) for j in range(len(self._output_names))]
         if self._checks:
             self._raise_checks(results, data)
-        if self._float_inputs:
+        finite = True
+        for i in self._answer_indices:
+            value = results[i]
+            if value.dtype.kind == "f" and not _all_finite(value):
+                finite = False
+                break
+        if not finite and self._float_inputs:
             self._raise_infinite(results, feeds)
-        return results
+        return results, finite
 
     def run_feeds(self, feeds: dict[str, np.ndarray], names: list[str] | None = None) -> list[np.ndarray]:
         """Run onnxruntime on prepared ``feeds`` (from :meth:`feeds`) for the outputs ``names`` (default:
@@ -194,12 +211,7 @@ class Session:
 
         _, names, get = column_reader(data)
         perm, sorted_feeds = sequence_feeds(self.sequence, get, list(names), feeds)
-        results = restore_order(self._call(sorted_feeds), perm)
-        if self._checks:
-            self._raise_checks(results, data)
-        if self._float_inputs:
-            self._raise_infinite(results, feeds)
-        return results
+        return restore_order(self._call(sorted_feeds), perm)
 
     def _call(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
         try:
@@ -266,26 +278,26 @@ class Session:
         model, the transformed columns (missing text as None, datetimes back as ``datetime64[ns]``).
         Text columns have dtype ``object``.
         """
-        results = self._results(data)
-        arrays = []
+        results, finite = self._checked(data)
         # labels can be missing only where probabilities are NaN: one vectorized test spares scanning text labels
-        unscored = any(out.get("role") in ("probabilities", "top_probabilities") and np.isnan(results[i]).any()
-                       for i, out in self._scored)
-        for i, out in self._scored:
+        unscored = not finite and any(role in ("probabilities", "top_probabilities") and np.isnan(results[i]).any()
+                                      for i, role, _, _ in self._post)
+        arrays = []
+        for i, role, kind, tz in self._post:
             value = results[i]
-            if value.ndim == 2 and value.shape[1] == 1 and out.get("role") != "probabilities":
+            if role != "probabilities" and value.ndim == 2 and value.shape[1] == 1:
                 value = value[:, 0]
-            if out.get("role") == "feature":
-                value = _column(value, out.get("kind"), out.get("tz"))
-            elif unscored and out.get("role") in ("label", "top_labels"):
+            if role == "feature":
+                value = _column(value, kind, tz)
+            elif unscored and (role == "label" or role == "top_labels"):
                 value = _missing_labels(value)
             arrays.append(value)
-        key = tuple(a.shape[1] if a.ndim == 2 else 0 for a in arrays)
+        key = tuple([a.shape[1] if a.ndim == 2 else 0 for a in arrays])
         template = self._templates.get(key)
         if template is None:
             template = self._templates[key] = self._template(key)
-        index = data.index if isinstance(data, pd.DataFrame) else None
-        return template.frame(arrays, index, len(arrays[0]) if arrays else 0)
+        return template.frame(arrays, data.index if isinstance(data, pd.DataFrame) else None,
+                              len(arrays[0]) if arrays else 0)
 
     def _template(self, widths: tuple[int, ...]) -> FrameTemplate:
         layout = []

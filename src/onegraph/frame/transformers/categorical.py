@@ -3,7 +3,8 @@
 One-hot and ordinal encoding wrap scikit-learn's encoders (``categories_``, ``drop``, ``handle_unknown``, infrequent categories,
 missing values as a category) and emit one ``ai.onnx.ml.LabelEncoder`` per column (a hash lookup from
 the category to its output position, in double for numbers and NaN included, so high-cardinality columns
-stay fast) followed, for one-hot, by ``OneHot``.
+stay fast) followed, for one-hot, by a ``Gather`` of rows of a constant 0/1 table (several columns' codes added
+into one lookup while the table is small; ``OneHot`` for a column with many categories).
 
 How each category maps to an output is not re-derived from scikit-learn's rules: the fitted encoder is
 *probed* with one row per known category (and one unknown value), so drop / infrequent / missing-category
@@ -47,7 +48,7 @@ from onegraph.errors import ExportError
 from onegraph.frame.transformers.base import ColumnWise, category_values, texts
 from onegraph.frame.transformers.wrapped import SklearnBacked
 
-__all__ = ["CHECK_UNKNOWN", "OneHotEncoder", "OrdinalEncoder", "encoder_keys", "label_lookup",
+__all__ = ["CHECK_UNKNOWN", "ONE_HOT_TABLE", "OneHotEncoder", "OrdinalEncoder", "encoder_keys", "label_lookup",
            "lookup_index", "emit_one_hot_encoder", "emit_ordinal_encoder", "FrequencyEncoder",
            "TargetEncoder", "emit_target_encoder", "RareCategoryGrouper"]
 
@@ -222,30 +223,72 @@ def _check_unknown(g: GraphBuilder, col: Col, keys: np.ndarray) -> None:
     g.flag(flag, "unknown_category", col.name)
 
 
+#: the most doubles a one-hot lookup table holds (512 KiB); columns with more categories use ``OneHot``
+ONE_HOT_TABLE = 65536
+
+
 @register_emitter(sklearn.preprocessing.OneHotEncoder)
 def emit_one_hot_encoder(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]:
+    """One-hot columns as rows of a constant table: each column's ``LabelEncoder`` gives the position of its 1
+    (``width`` for a row of zeros) scaled by a stride, so that consecutive columns whose combined table stays
+    under :data:`ONE_HOT_TABLE` doubles are one ``Add`` of their codes and one ``Gather`` of double rows (for
+    the 0/1 values alike, the same values in fewer nodes). Larger columns use ``OneHot`` (float, cast)."""
     if len(cols) != len(est.categories_):
         raise ExportError(f"OneHotEncoder was fitted on {len(est.categories_)} columns but receives {len(cols)}")
     names = [str(n) for n in est.get_feature_names_out([c.name for c in cols])]
-    blocks = []
+    encoded = []  # (column, keys, positions of the 1 per category, position for an unknown value, width)
     for i, col in enumerate(cols):
         rows, unknown = _probe(est, i)
         width = rows.shape[1]
-        if width == 0:
-            continue
-        # position of the 1 for each category; ``width`` (out of OneHot's range) gives all zeros
-        position = _positions(rows)
-        default = width if unknown is None else int(_positions(unknown)[0])
-        kind, keys = encoder_keys(col, est.categories_[i])
-        index = label_lookup(g, col, keys, position, default)
-        blocks.append(g.op("OneHot", index, g.const(np.int64(width), "depth"),
-                           g.const(np.array([0.0, 1.0], np.float32), "onehot_values"), axis=-1, dtype=FLOAT))
-        if unknown is None:
-            _check_unknown(g, col, keys)
-    if not blocks:
+        if width:
+            # position of the 1 for each category; ``width`` (out of range) gives all zeros
+            _, keys = encoder_keys(col, est.categories_[i])
+            encoded.append((col, keys, _positions(rows), width if unknown is None else int(_positions(unknown)[0]),
+                            width))
+            if unknown is None:
+                _check_unknown(g, col, keys)
+    if not encoded:
         return []
-    block = blocks[0] if len(blocks) == 1 else g.op("Concat", *blocks, axis=1, dtype=FLOAT)
-    return g.block(g.op("Cast", block, to=DOUBLE), names, "float", DOUBLE)
+    blocks = [_one_hot_group(g, group) for group in _table_groups(encoded)]
+    block = blocks[0] if len(blocks) == 1 else g.op("Concat", *blocks, axis=1, dtype=DOUBLE)
+    return g.block(block, names, "float", DOUBLE)
+
+
+def _table_groups(encoded: list[tuple]) -> list[list[tuple]]:
+    """Consecutive columns grouped while the table of their combinations (``prod(width + 1)`` rows of
+    ``sum(width)`` doubles) stays under :data:`ONE_HOT_TABLE`; a column too large alone is a group of its own."""
+    groups: list[list[tuple]] = []
+    rows = cells = 0
+    for item in encoded:
+        width = item[4]
+        if groups and rows * (width + 1) * (cells + width) <= ONE_HOT_TABLE:
+            groups[-1].append(item)
+            rows, cells = rows * (width + 1), cells + width
+        else:
+            groups.append([item])
+            rows, cells = width + 1, width
+    return groups
+
+
+def _one_hot_group(g: GraphBuilder, group: list[tuple]):
+    """``[N, sum(width)]`` double one-hot block of ``group``'s columns (see :func:`emit_one_hot_encoder`)."""
+    widths = [item[4] for item in group]
+    if (widths[0] + 1) * widths[0] > ONE_HOT_TABLE:  # a large column alone: OneHot (float) then a cast
+        col, keys, position, default, width = group[0]
+        index = label_lookup(g, col, keys, position, default)
+        hot = g.op("OneHot", index, g.const(np.int64(width), "depth"),
+                   g.const(np.array([0.0, 1.0], np.float32), "onehot_values"), axis=-1, dtype=FLOAT)
+        return g.op("Cast", hot, to=DOUBLE, dtype=DOUBLE)
+    # code = sum(position_i * stride_i): the last column varies fastest
+    strides = np.cumprod([1] + [w + 1 for w in widths[:0:-1]])[::-1].astype(np.int64)
+    code = None
+    for (col, keys, position, default, _), stride in zip(group, strides):
+        index = label_lookup(g, col, keys, position * stride, int(default * stride))
+        code = index if code is None else g.op("Add", code, index, dtype=INT64)
+    # table row of each code: the columns' one-hot rows side by side (position == width: zeros)
+    combos = np.indices([w + 1 for w in widths]).reshape(len(widths), -1)
+    table = np.concatenate([np.eye(w + 1, w, dtype=np.float64)[c] for w, c in zip(widths, combos)], axis=1)
+    return g.op("Gather", g.const(table, "onehot_table"), code, axis=0, dtype=DOUBLE)
 
 
 @register_emitter(sklearn.preprocessing.OrdinalEncoder)

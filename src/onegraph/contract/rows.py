@@ -1,0 +1,178 @@
+"""A few rows, fast: feeds for single-row scoring, planned once per input schema.
+
+Scoring one row costs about as much in Python as in onnxruntime, and on a machine whose caches the two
+share, every instruction counts twice. A :class:`RowFeeds` is made once per session: it resolves each input's
+conversion when the schema is read, so feeding a row is one pass over the inputs without dtype dispatch.
+It takes the cases of single-row scoring — a dict of plain scalars, a pandas DataFrame of a few rows whose
+columns already have the input types — and answers None for anything else: the general path
+(:func:`onegraph.contract.feeds.to_feed`) then converts the values, or raises the error naming the column
+and the row. Both paths give the same feeds for the values both take.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from onegraph.contract.columns import MISSING_STRING, NA_INT64, ColumnSpec
+
+__all__ = ["RowFeeds", "few_texts", "small_texts", "FEW"]
+
+#: the most rows the fast paths take (above, the general path's vectorized conversion is faster)
+FEW = 16
+
+# conversions, by graph type
+_DOUBLE, _FLOAT, _INT, _STRING, _BOOL = range(5)
+_CODES = {("float", "double"): _DOUBLE, ("float", "float"): _FLOAT, ("int", "int64"): _INT,
+          ("string", "string"): _STRING, ("bool", "bool"): _BOOL}
+_F64, _F32, _I64 = np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.int64)
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+_NAN = float("nan")
+
+#: classes of pandas arrays seen to hold only strings (pandas' Arrow-backed "str" / "string" arrays)
+_STRING_ARRAYS: set[type] = set()
+
+
+def few_texts(values: Any) -> np.ndarray | None:
+    """A few text values as the object array a string input takes (missing as ``MISSING_STRING``), or None
+    when one of them is not text (the general path reports it)."""
+    out = []
+    for v in values:
+        if type(v) is str:
+            out.append(v)
+        elif v is None or v is pd.NA or (type(v) is float and v != v):
+            out.append(MISSING_STRING)
+        else:
+            return None
+    return np.array(out, dtype=object)
+
+
+def small_texts(values: Any) -> np.ndarray | None:
+    """A column of at most :data:`FEW` values (an object array, or pandas' Arrow-backed string array) as the
+    object array a string input takes; None for anything else (the general path converts or reports it)."""
+    if type(values) is np.ndarray:
+        return few_texts(values) if values.dtype == object and values.ndim == 1 and len(values) <= FEW else None
+    pa_array = getattr(values, "_pa_array", None)  # pandas' Arrow-backed string arrays
+    if pa_array is None or len(pa_array) > FEW:
+        return None
+    t = type(values)
+    if t not in _STRING_ARRAYS:
+        if not (isinstance(values.dtype, pd.StringDtype) and values.dtype.storage == "pyarrow"):
+            return None
+        _STRING_ARRAYS.add(t)
+    # one chunk (the usual case) converts in half the time of the chunked array
+    return few_texts(pa_array.chunk(0).to_pylist() if pa_array.num_chunks == 1 else pa_array.to_pylist())
+
+
+class RowFeeds:
+    """Feeds of one schema for a dict of scalars or a DataFrame of a few rows (see the module's docstring).
+
+    ``rank2`` names the inputs the graph takes as ``[N, 1]``.
+    """
+
+    def __init__(self, specs: Sequence[ColumnSpec], rank2: Sequence[str] = ()) -> None:
+        codes = [_CODES.get((s.kind, s.onnx_type)) for s in specs]
+        #: (input name, conversion, reshape to [N, 1]) per input; None when an input kind has no fast path
+        self.plan = None if None in codes else [(s.name, c, s.name in rank2) for s, c in zip(specs, codes)]
+        self._positions: dict[int, tuple[pd.Index, list[int] | None]] = {}
+
+    def record(self, record: dict) -> dict[str, np.ndarray] | None:
+        """Feeds for one row given as a dict of scalars; None when a column is absent or a value is not a
+        plain scalar of its input's kind (Python float / int / str / bool, None or NaN for missing)."""
+        if self.plan is None:
+            return None
+        feeds = {}
+        for name, code, rank2 in self.plan:
+            v = record.get(name, record)  # the dict itself marks an absent column
+            t = type(v)
+            if code <= _FLOAT:
+                if t is float:
+                    pass
+                elif v is None:
+                    v = _NAN
+                elif t is not int or not -2**63 <= v < 2**63:
+                    return None  # the general path converts or refuses it, naming the column and row
+                if code == _FLOAT and v == v and abs(v) > _FLOAT32_MAX:
+                    return None
+                arr = np.array([v], dtype=_F64 if code == _DOUBLE else _F32)
+            elif code == _STRING:
+                if t is str:
+                    arr = np.array([v], dtype=object)
+                elif v is None or (t is float and v != v):
+                    arr = np.array([MISSING_STRING], dtype=object)
+                else:
+                    return None
+            elif code == _INT:
+                if v is None or (t is float and v != v):
+                    v = NA_INT64
+                elif t is not int or not -2**63 < v < 2**63:
+                    return None
+                arr = np.array([v], dtype=_I64)
+            else:
+                if t is not bool:
+                    return None
+                arr = np.array([v])
+            feeds[name] = arr.reshape(1, 1) if rank2 else arr
+        return feeds
+
+    def frame(self, frame: pd.DataFrame) -> dict[str, np.ndarray] | None:
+        """Feeds for a pandas DataFrame of at most :data:`FEW` rows, its column arrays read straight from its
+        blocks; None when a column is absent or repeated, or needs converting (the general path)."""
+        if self.plan is None or len(frame.index) > FEW:
+            return None
+        try:
+            positions = self._column_positions(frame.columns)
+            if positions is None:
+                return None
+            columns: list[Any] = [None] * len(frame.columns)
+            for block in frame._mgr.blocks:  # pandas internals: absent or changed -> general path
+                values = block.values
+                if values.ndim == 2:
+                    for j, loc in enumerate(block.mgr_locs):
+                        columns[loc] = values[j]
+                else:
+                    for loc in block.mgr_locs:
+                        columns[loc] = values
+        except Exception:  # any internal-API mismatch
+            return None
+        feeds = {}
+        for (name, code, rank2), pos in zip(self.plan, positions):
+            arr = _column_feed(code, columns[pos])
+            if arr is None:
+                return None
+            feeds[name] = arr.reshape(-1, 1) if rank2 else arr
+        return feeds
+
+    def _column_positions(self, columns: pd.Index) -> list[int] | None:
+        """Where each input is among ``columns`` (None: one is absent or repeated), remembered for the last
+        few Index objects: rows taken from one DataFrame share its Index, which pandas never changes in place."""
+        entry = self._positions.get(id(columns))
+        if entry is not None and entry[0] is columns:
+            return entry[1]
+        names = columns.tolist()
+        where = {n: i for i, n in enumerate(names)}
+        found = [where.get(name, -1) for name, _, _ in self.plan]
+        positions = None if -1 in found or len(where) != len(names) else found  # absent, or names repeated
+        if len(self._positions) >= 8:
+            self._positions.pop(next(iter(self._positions)))
+        self._positions[id(columns)] = (columns, positions)  # holds the Index, so its id is not reused
+        return positions
+
+
+def _column_feed(code: int, values: Any) -> np.ndarray | None:
+    """One column of a few rows as its feed when it already has the input's type (no conversion)."""
+    if code == _STRING:
+        return small_texts(values)
+    if type(values) is not np.ndarray or values.ndim != 1:
+        return None
+    dtype = values.dtype
+    if code == _DOUBLE:
+        return values if dtype == _F64 else None
+    if code == _INT:  # the general path refuses the reserved INT64_MIN, naming the row
+        return values if dtype == _I64 and NA_INT64 not in values.tolist() else None
+    if code == _FLOAT:
+        return values if dtype == _F32 else None
+    return values if dtype.kind == "b" else None
