@@ -228,37 +228,52 @@ class TensorAccumulator:
         return self
 
     def _update_part(self, part: np.ndarray) -> None:
-        # float32 / float64 are reduced as they are (sums accumulate in float64); other types are widened
-        x = part if part.dtype in (np.float32, np.float64) else part.astype(np.float64)
+        """Fold one slice of a batch in: a few vectorized passes over a ``(rows, channels * inner)`` view.
+
+        In order: per-channel min and max (reductions over the rows, which numpy vectorizes across the
+        columns); when all of them are finite, so is every value (NaN and ±inf propagate through min / max)
+        and no mask is built; per-channel sums of the values shifted by a pivot, and of their squares, in
+        float64 (the pivot is the running mean, so the sums do not cancel; the first slice centres on its own
+        mean: two passes); the zero count; the histogram (bin indices computed and counted with
+        ``np.bincount``); a Bernoulli sample into the sketch, one ``update`` per slice.
+        """
+        # float32 / float64 are reduced as they are (sums accumulate in float64); narrower types (float16,
+        # bfloat16, small integers) are widened to float32, exactly; others to float64
+        x = part if part.dtype in (np.float32, np.float64) else part.astype(
+            np.float32 if np.can_cast(part.dtype, np.float32) else np.float64)
         self.size += x.size
         if x.size == 0:
             return
-        finite: np.ndarray | None = np.isfinite(x)
-        if finite.all():
-            finite = None
-        else:
-            bad = x[~finite]
+        x2, channels = self._as_rows(x)
+        inner = x2.shape[1] // channels
+        cmin = _per_channel(np.minimum.reduce(x2, axis=0), channels, np.minimum)
+        cmax = _per_channel(np.maximum.reduce(x2, axis=0), channels, np.maximum)
+        finite = None
+        if not (np.isfinite(cmin).all() and np.isfinite(cmax).all()):
+            finite = np.isfinite(x2)
+            bad = x2[~finite]
             nan = int(np.isnan(bad).sum())
             pos = int((bad > 0).sum())
             self.nan += nan
             self.posinf += pos
             self.neginf += bad.size - nan - pos
-        # moments per channel (one channel when none are kept); the whole tensor's are combined from them
-        # (Chan et al.'s pairwise formula), which saves a second pass over the values
-        moments = _channel_moments(self._as_channels(x), finite)
+            cmin = _per_channel(np.where(finite, x2, math.inf).min(axis=0), channels, np.minimum)
+            cmax = _per_channel(np.where(finite, x2, -math.inf).max(axis=0), channels, np.maximum)
+        moments = self._moments(x2, channels, inner, cmin, cmax, finite)
         if self._axis is not None:
             self._ch = moments if self._ch is None else _merge_channels(self._ch, moments, self.name)
         n, has = moments["count"], moments["count"] > 0
         total = int(n.sum())
         if total == 0:
             return
+        # the whole tensor's moments from the channels' (Chan et al.'s pairwise formula)
         mean = float((moments["mean"][has] * n[has]).sum() / total)
         m2 = float((moments["m2"][has] + n[has] * np.square(moments["mean"][has] - mean)).sum())
         self._combine_moments(total, mean, m2)
-        self.min = min(self.min, float(moments["min"][has].min()))
-        self.max = max(self.max, float(moments["max"][has].max()))
-        flat = x.reshape(-1) if finite is None else x[finite]
-        self.zeros += total - int(np.count_nonzero(flat))
+        self.min = min(self.min, float(cmin[has].min()))
+        self.max = max(self.max, float(cmax[has].max()))
+        flat = x2.reshape(-1) if finite is None else x2[finite]
+        self.zeros += int(np.count_nonzero(flat == 0))
         self._add_to_histogram(flat)
         if self.sketch_rate < 1.0:
             flat = flat[_bernoulli_indices(self._rng, total, self.sketch_rate)]
@@ -266,15 +281,57 @@ class TensorAccumulator:
             # datasketches takes writable float64 arrays only; Arrow-backed feeds are read-only views
             self._sketch.update(np.require(flat, np.float64, ["C", "W"]))
 
-    def _as_channels(self, x: np.ndarray) -> np.ndarray:
-        """``x`` as ``(before, channels, after)`` along the channel axis, or ``(1, 1, size)`` without one."""
+    def _moments(self, x2: np.ndarray, channels: int, inner: int, cmin: np.ndarray, cmax: np.ndarray,
+                 finite: np.ndarray | None) -> dict[str, np.ndarray]:
+        """count, min, max, mean and sum of squared deviations (float64) of each channel of ``x2``, a
+        ``(rows, channels * inner)`` view; ``finite`` masks the values to count (None: all are finite).
+
+        The values are shifted by a pivot per channel before they are summed: the running mean when there
+        is one (then the shifted sums do not cancel), else the slice's own mean (a second pass)."""
+        rows = x2.shape[0]
+        if finite is None:
+            count = np.full(channels, rows * inner, dtype=np.int64)
+        else:
+            count = _per_channel(finite.sum(axis=0), channels, np.add)
+        pivot = self._pivot(channels)
+        first = pivot is None
+        if first:
+            has = count > 0
+            pivot = np.where(has, np.where(has, cmin, 0.0) / 2 + np.where(has, cmax, 0.0) / 2, 0.0)
+        d = x2.astype(np.float64)  # a float64 copy, then in-place shifts: cheaper than mixed-type ufuncs
+        d -= np.repeat(pivot, inner)
+        if finite is not None:
+            np.copyto(d, 0.0, where=~finite)
+        safe = np.maximum(count, 1)
+        shift = _per_channel(_column_sums(d), channels, np.add) / safe
+        if first:  # centre on the slice's mean
+            d -= np.repeat(shift, inner)
+            if finite is not None:
+                np.copyto(d, 0.0, where=~finite)
+            pivot, shift = pivot + shift, _per_channel(_column_sums(d), channels, np.add) / safe
+        squares = _per_channel(np.einsum("ij,ij->j", d, d), channels, np.add)
+        m2 = np.maximum(squares - count * np.square(shift), 0.0)
+        return {"count": count, "min": cmin.astype(np.float64), "max": cmax.astype(np.float64),
+                "mean": pivot + shift, "m2": m2}
+
+    def _pivot(self, channels: int) -> np.ndarray | None:
+        """The running mean per channel (the whole tensor's when no channels are kept), or None at first."""
+        if self._ch is not None and len(self._ch["count"]) == channels:
+            return np.where(self._ch["count"] > 0, self._ch["mean"], self.mean if self.count else 0.0)
+        if self._axis is None and self.count and channels == 1:
+            return np.array([self.mean])
+        return None
+
+    def _as_rows(self, x: np.ndarray) -> tuple[np.ndarray, int]:
+        """``x`` as ``(rows, channels * inner)`` (axes before the channel axis, then the channel axis and those
+        after it), and the number of channels; ``(first axis, rest)`` and 1 channel without a channel axis."""
         if self.channel_axis is not None and x.ndim:
             axis = self.channel_axis if self.channel_axis >= 0 else x.ndim + self.channel_axis
             if 0 <= axis < x.ndim:
                 if self._axis is None:
                     self._axis = axis
-                return x.reshape(int(np.prod(x.shape[:axis])), x.shape[axis], -1)
-        return x.reshape(1, 1, -1)
+                return x.reshape(math.prod(x.shape[:axis]), -1), int(x.shape[axis])
+        return x.reshape(x.shape[0] if x.ndim > 1 else 1, -1), 1
 
     def _note_shape(self, shape: tuple) -> None:
         # dimensions that vary between batches (the batch axis, dynamic axes) are recorded as None
@@ -313,9 +370,13 @@ class TensorAccumulator:
     def _add_to_histogram(self, flat: np.ndarray) -> None:
         e = self._exponent(self.min, self.max)
         first = math.floor(math.ldexp(self.min, -e))
-        counts = _regridded(self, e, first, math.floor(math.ldexp(self.max, -e)) - first + 1)
-        # multiplying by a power of two is exact (ldexp is 15x slower); floor before subtracting
-        # ``first``: v - first may round up to the next integer when v is tiny and first is not
+        length = math.floor(math.ldexp(self.max, -e)) - first + 1
+        if (e, first, length) == (self._e, self._first, len(self._counts)):
+            counts = self._counts
+        else:
+            counts = _regridded(self, e, first, length)
+        # multiplying by a power of two is exact (ldexp is 15x slower); floor before subtracting ``first``:
+        # v - first may round up to the next integer when v is tiny and first is not
         if flat.dtype == np.float32 and -100 < e <= 0:
             # scaling float32 by 2**-e >= 1 cannot underflow, and stays below 2**52: exact in float32
             scaled = flat * np.float32(math.ldexp(1.0, -e))
@@ -323,9 +384,8 @@ class TensorAccumulator:
             scaled = np.multiply(flat, math.ldexp(1.0, -e), dtype=np.float64)
         else:
             scaled = np.ldexp(flat.astype(np.float64), -e)
-        index = np.floor(scaled, out=scaled).astype(np.int64)
-        index -= first
-        counts += np.bincount(index, minlength=len(counts))
+        np.floor(scaled, out=scaled)
+        counts += np.bincount(_bin_index(scaled, first, length), minlength=length)
         self._e, self._first, self._counts = e, first, counts
 
     # -- merging ----------------------------------------------------------------------------------
@@ -486,38 +546,55 @@ def _regridded(acc: TensorAccumulator, e: int, first: int, length: int) -> np.nd
     return out
 
 
+#: per float type: 1.5 * 2**(mantissa bits), the integer type of its size, that constant's bit pattern, and
+#: the bound below which an integer-valued float plus the constant holds the integer in its low bits
+_MAGIC = {np.dtype(np.float32): (np.float32(1.5 * 2.0**23), np.int32, 0x4B400000, 1 << 22),
+          np.dtype(np.float64): (1.5 * 2.0**52, np.int64, 0x4338000000000000, 1 << 51)}
+
+
+def _bin_index(floored: np.ndarray, first: int, length: int) -> np.ndarray:
+    """``floored - first`` as integers in ``[0, length)`` (``floored``: the floors of the scaled values, float32
+    or float64, overwritten). Both are integers and so is their difference, which is small: the float
+    subtraction is exact, and adding ``1.5 * 2**mantissa`` puts the difference in the low bits, read through
+    an integer view (float -> int64 conversion has no vector instruction on x86 and costs more than the rest)."""
+    magic, itype, bits, bound = _MAGIC[floored.dtype]
+    origin = floored.dtype.type(first)
+    if length >= bound or int(origin) != first:  # the float type cannot hold ``first`` exactly
+        return np.subtract(floored, first, dtype=np.intp, casting="unsafe")
+    floored -= origin
+    floored += magic
+    index = floored.view(itype)
+    index -= itype(bits)
+    return index
+
+
 def _bernoulli_indices(rng: np.random.Generator, n: int, p: float) -> np.ndarray:
     """Indices of ``n`` Bernoulli(p) trials that succeed: the gaps between successes are geometric, so only
-    the about ``n p`` kept indices are drawn (a random number per value cost more than the sketch saved)."""
+    the about ``n p`` kept indices are drawn (a random number per value cost more than the sketch saved).
+    A gap is ``floor(E / -ln(1 - p)) + 1`` for a standard exponential ``E``: ``P(gap > k) = (1 - p)**k``,
+    the geometric law, drawn twice as fast as ``Generator.geometric`` draws it."""
     expected = n * p
-    gaps = rng.geometric(p, size=int(expected + 6 * math.sqrt(expected) + 16))
-    index = np.cumsum(gaps) - 1
+    rate = -math.log1p(-p)
+
+    def gaps(size: int) -> np.ndarray:
+        gap = rng.standard_exponential(size)
+        gap /= rate
+        return gap.astype(np.int64) + 1  # truncation is the floor of these positive values
+
+    index = np.cumsum(gaps(int(expected + 6 * math.sqrt(expected) + 16))) - 1
     while index[-1] < n - 1:  # rare: more successes than 6 standard deviations above the mean
-        index = np.concatenate([index, index[-1] + np.cumsum(rng.geometric(p, size=len(gaps)))])
+        index = np.concatenate([index, index[-1] + np.cumsum(gaps(len(index)))])
     return index[: np.searchsorted(index, n)]
 
 
-def _channel_moments(x3: np.ndarray, finite: np.ndarray | None) -> dict[str, np.ndarray]:
-    """count, min, max, mean and sum of squared deviations (two-pass, float64) of each channel of a
-    ``(before, channels, after)`` array: reductions over the last axis, then the first, on contiguous memory."""
-    channels = x3.shape[1]
-    if finite is None:
-        n = np.full(channels, x3.shape[0] * x3.shape[2], dtype=np.int64)
-        cmin = x3.min(axis=2, initial=math.inf).min(axis=0, initial=math.inf)
-        cmax = x3.max(axis=2, initial=-math.inf).max(axis=0, initial=-math.inf)
-        total = x3.sum(axis=2, dtype=np.float64).sum(axis=0)
-    else:
-        ok = finite.reshape(x3.shape)
-        n = ok.sum(axis=2).sum(axis=0)
-        cmin = np.where(ok, x3, math.inf).min(axis=2, initial=math.inf).min(axis=0, initial=math.inf)
-        cmax = np.where(ok, x3, -math.inf).max(axis=2, initial=-math.inf).max(axis=0, initial=-math.inf)
-        total = np.where(ok, x3, 0.0).sum(axis=2, dtype=np.float64).sum(axis=0)
-    mean = np.divide(total, n, out=np.zeros(channels), where=n > 0)
-    centered = np.subtract(x3, mean[None, :, None], dtype=np.float64)
-    if finite is not None:
-        centered = np.where(ok, centered, 0.0)
-    m2 = np.square(centered, out=centered).sum(axis=2).sum(axis=0)
-    return {"count": n, "min": cmin.astype(np.float64), "max": cmax.astype(np.float64), "mean": mean, "m2": m2}
+def _column_sums(a: np.ndarray) -> np.ndarray:
+    """Sums over the rows of a 2-D array (one vectorized pass)."""
+    return a[0].copy() if len(a) == 1 else np.add.reduce(a, axis=0)
+
+
+def _per_channel(columns: np.ndarray, channels: int, ufunc: np.ufunc) -> np.ndarray:
+    """Reduce ``channels * inner`` per-column figures to one per channel."""
+    return columns if len(columns) == channels else ufunc.reduce(columns.reshape(channels, -1), axis=1)
 
 
 def _merge_channels(a: dict[str, np.ndarray], b: dict[str, np.ndarray], name: str) -> dict[str, np.ndarray]:
