@@ -130,6 +130,7 @@ def child(tool: str, model: Path, images: Path, count: int, batch: int) -> None:
         x = np.ascontiguousarray(x.reshape(len(x), -1))
     base = _status("VmRSS")
     with tempfile.TemporaryDirectory() as tmp, contextlib.redirect_stdout(io.StringIO()):
+        cpu = time.process_time()
         start = time.perf_counter()
         if tool in ("onegraph", "before"):
             from onegraph.stats import calibrate
@@ -140,7 +141,8 @@ def child(tool: str, model: Path, images: Path, count: int, batch: int) -> None:
         else:
             _floor(model, batches(x, count, batch))
         seconds = time.perf_counter() - start
-    print(json.dumps({"seconds": seconds, "base_kb": base, "peak_kb": _status("VmHWM")}))
+        cpu = time.process_time() - cpu
+    print(json.dumps({"seconds": seconds, "cpu": cpu, "base_kb": base, "peak_kb": _status("VmHWM")}))
 
 
 def run_child(tool: str, model: Path, images: Path, count: int, batch: int, env: dict) -> dict:

@@ -220,22 +220,24 @@ class TensorAccumulator:
             self.dtype = arr.dtype.name
         self._note_shape(arr.shape)
         self.samples += arr.shape[0] if samples is None else int(samples)
-        # slices of about _CHUNK values along the first axis: the float64 copies and temporaries stay in
-        # the CPU cache (3x faster than whole-batch temporaries on a 1M-value batch)
-        step = max(1, _CHUNK // max(1, arr[0].size)) if len(arr) else 1
-        for start in range(0, len(arr), step):
+        # slices of about _CHUNK values along the first axis (never one much smaller than the others): the
+        # float64 copy and the temporaries stay in the CPU cache (3x faster than whole-batch temporaries on a
+        # 1M-value batch)
+        rows = len(arr)
+        parts = max(1, round(arr.size / _CHUNK))
+        step = max(1, -(-rows // parts))
+        for start in range(0, rows, step):
             self._update_part(arr[start:start + step])
         return self
 
     def _update_part(self, part: np.ndarray) -> None:
-        """Fold one slice of a batch in: a few vectorized passes over a ``(rows, channels * inner)`` view.
+        """Fold one slice of a batch in: vectorized passes over a ``(rows, channels * inner)`` view.
 
         In order: per-channel min and max (reductions over the rows, which numpy vectorizes across the
         columns); when all of them are finite, so is every value (NaN and ±inf propagate through min / max)
-        and no mask is built; per-channel sums of the values shifted by a pivot, and of their squares, in
-        float64 (the pivot is the running mean, so the sums do not cancel; the first slice centres on its own
-        mean: two passes); the zero count; the histogram (bin indices computed and counted with
-        ``np.bincount``); a Bernoulli sample into the sketch, one ``update`` per slice.
+        and no mask is built; one float64 copy, from which the per-channel sums of values and squares are
+        taken (:func:`_moments`); the zero count; the histogram, its bin indices computed in place in that
+        copy and counted with ``np.bincount``; a Bernoulli sample into the sketch, one ``update`` per slice.
         """
         # float32 / float64 are reduced as they are (sums accumulate in float64); narrower types (float16,
         # bfloat16, small integers) are widened to float32, exactly; others to float64
@@ -245,10 +247,10 @@ class TensorAccumulator:
         if x.size == 0:
             return
         x2, channels = self._as_rows(x)
-        inner = x2.shape[1] // channels
         cmin = _per_channel(np.minimum.reduce(x2, axis=0), channels, np.minimum)
         cmax = _per_channel(np.maximum.reduce(x2, axis=0), channels, np.maximum)
         finite = None
+        wide = x2.astype(np.float64)  # C-contiguous, this function's own
         if not (np.isfinite(cmin).all() and np.isfinite(cmax).all()):
             finite = np.isfinite(x2)
             bad = x2[~finite]
@@ -259,7 +261,8 @@ class TensorAccumulator:
             self.neginf += bad.size - nan - pos
             cmin = _per_channel(np.where(finite, x2, math.inf).min(axis=0), channels, np.minimum)
             cmax = _per_channel(np.where(finite, x2, -math.inf).max(axis=0), channels, np.maximum)
-        moments = self._moments(x2, channels, inner, cmin, cmax, finite)
+            np.copyto(wide, 0.0, where=~finite)
+        moments = _moments(wide, channels, cmin, cmax, finite)
         if self._axis is not None:
             self._ch = moments if self._ch is None else _merge_channels(self._ch, moments, self.name)
         n, has = moments["count"], moments["count"] > 0
@@ -274,53 +277,12 @@ class TensorAccumulator:
         self.max = max(self.max, float(cmax[has].max()))
         flat = x2.reshape(-1) if finite is None else x2[finite]
         self.zeros += int(np.count_nonzero(flat == 0))
-        self._add_to_histogram(flat)
+        self._add_to_histogram(wide.reshape(-1) if finite is None else wide[finite])
         if self.sketch_rate < 1.0:
             flat = flat[_bernoulli_indices(self._rng, total, self.sketch_rate)]
         if flat.size:
             # datasketches takes writable float64 arrays only; Arrow-backed feeds are read-only views
             self._sketch.update(np.require(flat, np.float64, ["C", "W"]))
-
-    def _moments(self, x2: np.ndarray, channels: int, inner: int, cmin: np.ndarray, cmax: np.ndarray,
-                 finite: np.ndarray | None) -> dict[str, np.ndarray]:
-        """count, min, max, mean and sum of squared deviations (float64) of each channel of ``x2``, a
-        ``(rows, channels * inner)`` view; ``finite`` masks the values to count (None: all are finite).
-
-        The values are shifted by a pivot per channel before they are summed: the running mean when there
-        is one (then the shifted sums do not cancel), else the slice's own mean (a second pass)."""
-        rows = x2.shape[0]
-        if finite is None:
-            count = np.full(channels, rows * inner, dtype=np.int64)
-        else:
-            count = _per_channel(finite.sum(axis=0), channels, np.add)
-        pivot = self._pivot(channels)
-        first = pivot is None
-        if first:
-            has = count > 0
-            pivot = np.where(has, np.where(has, cmin, 0.0) / 2 + np.where(has, cmax, 0.0) / 2, 0.0)
-        d = x2.astype(np.float64)  # a float64 copy, then in-place shifts: cheaper than mixed-type ufuncs
-        d -= np.repeat(pivot, inner)
-        if finite is not None:
-            np.copyto(d, 0.0, where=~finite)
-        safe = np.maximum(count, 1)
-        shift = _per_channel(_column_sums(d), channels, np.add) / safe
-        if first:  # centre on the slice's mean
-            d -= np.repeat(shift, inner)
-            if finite is not None:
-                np.copyto(d, 0.0, where=~finite)
-            pivot, shift = pivot + shift, _per_channel(_column_sums(d), channels, np.add) / safe
-        squares = _per_channel(np.einsum("ij,ij->j", d, d), channels, np.add)
-        m2 = np.maximum(squares - count * np.square(shift), 0.0)
-        return {"count": count, "min": cmin.astype(np.float64), "max": cmax.astype(np.float64),
-                "mean": pivot + shift, "m2": m2}
-
-    def _pivot(self, channels: int) -> np.ndarray | None:
-        """The running mean per channel (the whole tensor's when no channels are kept), or None at first."""
-        if self._ch is not None and len(self._ch["count"]) == channels:
-            return np.where(self._ch["count"] > 0, self._ch["mean"], self.mean if self.count else 0.0)
-        if self._axis is None and self.count and channels == 1:
-            return np.array([self.mean])
-        return None
 
     def _as_rows(self, x: np.ndarray) -> tuple[np.ndarray, int]:
         """``x`` as ``(rows, channels * inner)`` (axes before the channel axis, then the channel axis and those
@@ -367,7 +329,9 @@ class TensorAccumulator:
             e += 1
         return e
 
-    def _add_to_histogram(self, flat: np.ndarray) -> None:
+    def _add_to_histogram(self, values: np.ndarray) -> None:
+        """Count ``values`` (finite, float64, 1-D; overwritten) into the histogram, regridded first when the
+        range grew."""
         e = self._exponent(self.min, self.max)
         first = math.floor(math.ldexp(self.min, -e))
         length = math.floor(math.ldexp(self.max, -e)) - first + 1
@@ -377,15 +341,12 @@ class TensorAccumulator:
             counts = _regridded(self, e, first, length)
         # multiplying by a power of two is exact (ldexp is 15x slower); floor before subtracting ``first``:
         # v - first may round up to the next integer when v is tiny and first is not
-        if flat.dtype == np.float32 and -100 < e <= 0:
-            # scaling float32 by 2**-e >= 1 cannot underflow, and stays below 2**52: exact in float32
-            scaled = flat * np.float32(math.ldexp(1.0, -e))
-        elif -1000 < e < 1000:
-            scaled = np.multiply(flat, math.ldexp(1.0, -e), dtype=np.float64)
+        if -1000 < e < 1000:
+            values *= math.ldexp(1.0, -e)
         else:
-            scaled = np.ldexp(flat.astype(np.float64), -e)
-        np.floor(scaled, out=scaled)
-        counts += np.bincount(_bin_index(scaled, first, length), minlength=length)
+            values = np.ldexp(values, -e)
+        np.floor(values, out=values)
+        counts += np.bincount(_bin_index(values, first), minlength=length)
         self._e, self._first, self._counts = e, first, counts
 
     # -- merging ----------------------------------------------------------------------------------
@@ -546,33 +507,37 @@ def _regridded(acc: TensorAccumulator, e: int, first: int, length: int) -> np.nd
     return out
 
 
-#: per float type: 1.5 * 2**(mantissa bits), the integer type of its size, that constant's bit pattern, and
-#: the bound below which an integer-valued float plus the constant holds the integer in its low bits
-_MAGIC = {np.dtype(np.float32): (np.float32(1.5 * 2.0**23), np.int32, 0x4B400000, 1 << 22),
-          np.dtype(np.float64): (1.5 * 2.0**52, np.int64, 0x4338000000000000, 1 << 51)}
+#: 1.5 * 2**52: an integer-valued float64 ``v`` with ``|v| < 2**51``, plus this, holds ``v`` in its low bits
+_MAGIC = 1.5 * 2.0**52
+_MAGIC_BITS = int(np.array(_MAGIC).view(np.int64))
 
 
-def _bin_index(floored: np.ndarray, first: int, length: int) -> np.ndarray:
-    """``floored - first`` as integers in ``[0, length)`` (``floored``: the floors of the scaled values, float32
-    or float64, overwritten). Both are integers and so is their difference, which is small: the float
-    subtraction is exact, and adding ``1.5 * 2**mantissa`` puts the difference in the low bits, read through
-    an integer view (float -> int64 conversion has no vector instruction on x86 and costs more than the rest)."""
-    magic, itype, bits, bound = _MAGIC[floored.dtype]
-    origin = floored.dtype.type(first)
-    if length >= bound or int(origin) != first:  # the float type cannot hold ``first`` exactly
-        return np.subtract(floored, first, dtype=np.intp, casting="unsafe")
-    floored -= origin
-    floored += magic
-    index = floored.view(itype)
-    index -= itype(bits)
+def _bin_index(floored: np.ndarray, first: int) -> np.ndarray:
+    """``floored - first`` as int64 (``floored``: float64 floors of the scaled values, overwritten; the
+    differences are bin indices, small non-negative integers).
+
+    Adding ``1.5 * 2**52 - first`` (an integer, exact in float64 for ``|first| < 2**51``) gives
+    ``1.5 * 2**52 + index`` exactly (an integer below 2**53), whose bits minus the constant's are the index:
+    two in-place passes, where float -> int64 conversion (no vector instruction on x86) costs more than the
+    rest of the histogram."""
+    if abs(first) >= 1 << 51:
+        return np.subtract(floored, first, dtype=np.int64, casting="unsafe")
+    floored += float(_MAGIC - first)
+    index = floored.view(np.int64)
+    index -= _MAGIC_BITS
     return index
 
 
 def _bernoulli_indices(rng: np.random.Generator, n: int, p: float) -> np.ndarray:
-    """Indices of ``n`` Bernoulli(p) trials that succeed: the gaps between successes are geometric, so only
-    the about ``n p`` kept indices are drawn (a random number per value cost more than the sketch saved).
-    A gap is ``floor(E / -ln(1 - p)) + 1`` for a standard exponential ``E``: ``P(gap > k) = (1 - p)**k``,
-    the geometric law, drawn twice as fast as ``Generator.geometric`` draws it."""
+    """Indices of ``n`` Bernoulli(p) trials that succeed, ``p`` a power of two down to 1/256.
+
+    For p >= 1/16, a random byte per trial, kept when its low ``log2(1 / p)`` bits are 0 (probability p
+    exactly). Below, only the about ``n p`` kept indices are drawn (a random number per value would cost more
+    than the sketch saves): the gaps between successes are geometric, ``floor(E / -ln(1 - p)) + 1`` for a
+    standard exponential ``E`` (``P(gap > k) = (1 - p)**k``), twice as fast as ``Generator.geometric``."""
+    if p >= 1 / 16:
+        draws = np.frombuffer(rng.bytes(n), dtype=np.uint8)
+        return np.flatnonzero((draws & (round(1 / p) - 1)) == 0)
     expected = n * p
     rate = -math.log1p(-p)
 
@@ -585,6 +550,42 @@ def _bernoulli_indices(rng: np.random.Generator, n: int, p: float) -> np.ndarray
     while index[-1] < n - 1:  # rare: more successes than 6 standard deviations above the mean
         index = np.concatenate([index, index[-1] + np.cumsum(gaps(len(index)))])
     return index[: np.searchsorted(index, n)]
+
+
+#: a channel whose sum of squares exceeds this many times its sum of squared deviations (|mean| > ~8 std) is
+#: summed again about its mean: the difference of the two sums would lose more than 6 of float64's 53 bits
+_CANCELLATION = 64.0
+
+
+def _moments(wide: np.ndarray, channels: int, cmin: np.ndarray, cmax: np.ndarray,
+             finite: np.ndarray | None) -> dict[str, np.ndarray]:
+    """count, min, max, mean and sum of squared deviations (float64) of each channel of ``wide``, a float64
+    ``(rows, channels * inner)`` array holding 0 where ``finite`` is False (None: every value counts).
+
+    One pass for the sums and one for the sums of squares (``einsum``, no temporary); ``M2 = S2 - S1 * mean``.
+    Where that difference would cancel (a mean far from 0 in units of the spread), the channel's values are
+    summed again about the mean (two-pass), as Chan, Golub & LeVeque recommend."""
+    rows, columns = wide.shape
+    inner = columns // channels
+    if finite is None:
+        count = np.full(channels, rows * inner, dtype=np.int64)
+    else:
+        count = _per_channel(finite.sum(axis=0), channels, np.add)
+    safe = np.maximum(count, 1)
+    total = _per_channel(_column_sums(wide), channels, np.add)
+    squares = _per_channel(np.einsum("ij,ij->j", wide, wide), channels, np.add)
+    mean = total / safe
+    m2 = squares - total * mean
+    unsure = (count > 0) & (squares > _CANCELLATION * m2)
+    if unsure.any():
+        centered = wide - np.repeat(mean, inner)
+        if finite is not None:
+            np.copyto(centered, 0.0, where=~finite)
+        shift = _per_channel(_column_sums(centered), channels, np.add) / safe
+        again = _per_channel(np.einsum("ij,ij->j", centered, centered), channels, np.add) - count * shift * shift
+        mean, m2 = np.where(unsure, mean + shift, mean), np.where(unsure, again, m2)
+    return {"count": count, "min": cmin.astype(np.float64), "max": cmax.astype(np.float64), "mean": mean,
+            "m2": np.maximum(m2, 0.0)}
 
 
 def _column_sums(a: np.ndarray) -> np.ndarray:
