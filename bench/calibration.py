@@ -115,7 +115,7 @@ def _floor(model: Path, data) -> None:
     floats = {onnx.TensorProto.FLOAT, onnx.TensorProto.FLOAT16, onnx.TensorProto.DOUBLE}
     outputs = {o.name for o in graph.output}
     graph.output.extend(v for v in graph.value_info if v.type.tensor_type.elem_type in floats and v.name not in outputs)
-    session = ort.InferenceSession(proto.SerializeToString(), session_options(threads=max(1, (os.cpu_count() or 2) - 1)),
+    session = ort.InferenceSession(proto.SerializeToString(), session_options(),
                                    providers=["CPUExecutionProvider"])
     for feeds in data:
         session.run(None, feeds)

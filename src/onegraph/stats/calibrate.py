@@ -22,10 +22,10 @@ Data:
 from __future__ import annotations
 
 import fnmatch
+import itertools
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -225,8 +225,7 @@ def calibrate(model: Any, data: Any, *, tensors: Sequence[str] | None = None, op
     progress:
         Show a progress bar on stderr (default: when stderr is a terminal).
     threads:
-        onnxruntime intra-op threads (default: all cores but one, which accumulates the statistics of a batch
-        while onnxruntime runs the next).
+        onnxruntime intra-op threads (default: onnxruntime's, all cores).
 
     Returns
     -------
@@ -250,8 +249,6 @@ def calibrate(model: Any, data: Any, *, tensors: Sequence[str] | None = None, op
     input_names = {v.name for v in light.graph.input}
     observed_inputs = [t.name for t in selected if t.name in input_names]
     extra, exposed = _exposure(light, [t for t in selected if t.name not in input_names])
-    if threads is None:
-        threads = max(1, (os.cpu_count() or 2) - 1)
     runner = _Runner(source.data + extra, light, threads, source.folder)
     del source, light  # the session holds the model now
     settings = dict(bins=bins, sketch_k=sketch_k, std_k=std_k)
@@ -271,22 +268,17 @@ def calibrate(model: Any, data: Any, *, tensors: Sequence[str] | None = None, op
             else:
                 accumulators[name].update(value, n)
 
+    batches = runner.batches(data, batch_size)
+    first = next(batches, None)  # data errors surface before any progress bar
     samples = 0
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        # onnxruntime runs the next batch in a worker thread (it releases the GIL) while this thread
-        # accumulates the current one: a calibration takes max(inference, statistics), not their sum
-        batches = runner.batches(data, batch_size)
-        pending = _submit(pool, runner, output_names, batches)  # data errors surface before any progress bar
-        with _progress_bar(progress) as bar:
-            task = bar.add_task("calibrating", total=runner.total)
-            while pending is not None:
-                n, feeds, future = pending
-                results = future.result()
-                pending = _submit(pool, runner, output_names, batches)
-                accumulate(n, feeds, results)
-                del feeds, results  # the next batch's outputs replace these, not join them
-                samples += n
-                bar.update(task, advance=n, total=runner.total)
+    with _progress_bar(progress) as bar:
+        task = bar.add_task("calibrating", total=runner.total)
+        # statistics between onnxruntime's runs, not in a thread beside them: the GIL changes hands several
+        # times per batch, and overlapping cost more wall time than it saved (bench/README.md)
+        for n, feeds in itertools.chain([first] if first is not None else [], batches):
+            accumulate(n, feeds, runner.run(output_names, feeds))
+            samples += n
+            bar.update(task, advance=n, total=runner.total)
     for buffer in buffers.values():
         buffer.flush()
     if samples == 0:
@@ -312,15 +304,6 @@ def _without_weights(proto: onnx.ModelProto) -> onnx.ModelProto:
         return onnx.shape_inference.infer_shapes(proto)
     except Exception:  # noqa: BLE001 - types then come from the value infos the model carries
         return proto
-
-
-def _submit(pool: ThreadPoolExecutor, runner: _Runner, names: list[str], batches: Iterator) -> tuple | None:
-    """Start onnxruntime on the next batch: ``(samples, feeds, future of the outputs)``, or None at the end."""
-    try:
-        n, feeds = next(batches)
-    except StopIteration:
-        return None
-    return n, feeds, pool.submit(runner.run, names, feeds)
 
 
 class _Buffer:
@@ -349,9 +332,10 @@ class _Buffer:
         self.parts, self.size, self.samples = [], 0, 0
 
 
-#: values of a tensor per accumulator update: numpy's per-call overhead (~1 us per operation, ~30 operations)
-#: stays below 10% of the work, and the float64 temporaries (~20 bytes per value) in the CPU's cache
-_BUFFERED = 1 << 16
+#: values of a tensor per accumulator update (its slice size, ``accumulators._CHUNK``): numpy's per-call
+#: overhead (~1 us per operation, ~40 operations) stays small next to the work (digits CNN, conv output:
+#: 23 ns per value at 16K values, 13 at 64K, 10.6 at 128K and 256K) and the temporaries in the CPU's caches
+_BUFFERED = 1 << 17
 
 
 def _values_per_sample(shape: tuple | None) -> int | None:
