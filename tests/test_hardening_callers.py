@@ -105,3 +105,24 @@ def test_the_python_functions_raise_onegraph_errors(tmp_path):
             call(path)
     with pytest.raises(OnegraphError):
         convert_opset(CAMPAIGN / "converter-segfault.onnx", 13)
+
+
+def test_an_attribute_without_its_value_is_refused_before_any_tool_reads_it(cli, tmp_path):
+    """Kind 2 (found by the campaign, seed 5): an attribute that declares a tensor and holds none reached the
+    federated fingerprint, the float16 converter and the fusion rewriter as an undefined tensor (ValueError /
+    IndexError / AttributeError). `check` flags it (C207) and the loader refuses it."""
+    from onegraph.check import check
+
+    w = numpy_helper.from_array(np.ones((2, 2), np.float32), "w")
+    node = helper.make_node("Gemm", ["x", "w"], ["y"])
+    node.attribute.append(onnx.AttributeProto(name="alpha", type=onnx.AttributeProto.TENSOR))
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 2])], [w])
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)], ir_version=10), path)
+    assert "C207" in check(path).codes()
+    for argv in (["fed", "params"], ["fuse", "-o", str(tmp_path / "o.onnx")], ["convert", "--fp16", "-o",
+                                                                            str(tmp_path / "o.onnx")]):
+        done = cli(argv[0], *argv[1:2] if argv[0] == "fed" else (), str(path), *argv[1:] if argv[0] != "fed" else ())
+        _one_line_error(done)
+        assert "C207" in done.stderr

@@ -127,9 +127,12 @@ class CampaignMutator(fuzz.Mutator):
         # the else branch computes the same outputs without the node (Identity of... nothing: left undefined, as a
         # malformed model would); only the then branch nests, so the depth is linear in the levels
         other = helper.make_graph([], "else", [], list(body.output))
-        for _ in range(self.rng.choice((1, 1, 3, 20))):  # deeper nesting exceeds protobuf's own depth limit (100)
+        for _ in range(self.rng.choice((1, 1, 3, 20))):
             inner = helper.make_node("If", ["__cond"], outputs, then_branch=body, else_branch=other)
-            body = helper.make_graph([inner], "nest", [], list(body.output))
+            try:
+                body = helper.make_graph([inner], "nest", [], list(body.output))
+            except Exception:  # protobuf's own depth limit (100 messages): as deep as it lets us go
+                break
         wrapped = body.node[0]
         del g.node[i]
         g.node.insert(i, wrapped)

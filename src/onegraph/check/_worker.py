@@ -10,7 +10,8 @@ the answer is JSON lines: ``{"stage": s}`` when a stage starts, ``{"finding": {.
 ``{"end": s, "status": ...}`` when it ends, ``{"done": 1}`` after the last. JSON, not pickle: the calling
 process must never execute what this process, which handles untrusted bytes, sends back.
 
-Before each model the process caps its own address space (``RLIMIT_AS``: current size + ``memory``), CPU
+Before each model the process caps its own address space (``RLIMIT_AS``: current size + ``memory``; before each
+stage, lower: what the file's size or the model's declarations justify, :func:`onegraph.check.stages.budget`), CPU
 time (``RLIMIT_CPU``) and file size (``RLIMIT_FSIZE``), and lifts the caps afterwards; core dumps are off.
 Stdout is kept for the protocol: native libraries that print write to stderr instead.
 
@@ -32,6 +33,7 @@ def main() -> None:
     sys.dont_write_bytecode = True
     import onnx  # noqa: F401 - loaded before the limits apply, so they measure the model's check only
     import onnx.checker  # noqa: F401
+    import onnx.reference  # noqa: F401 - the static stage folds constants with it
     import onnx.shape_inference  # noqa: F401
     import onnxruntime  # noqa: F401
 
@@ -77,12 +79,14 @@ def main() -> None:
             for stage in request["stages"]:
                 send({"stage": stage})
                 try:
+                    limits.memory(stages.budget(stage, state))
                     if fault.startswith(stage + ":"):
                         _fail(fault.split(":", 1)[1])
                     status, found = stages.run_stage(stage, state)
                 except MemoryError:
                     status = "findings"
-                    found = [Finding("C004", f"ran out of memory (limit {memory:,} bytes)", "process", stage=stage)]
+                    found = [Finding("C004", f"ran out of memory (limit {state.budget:,} bytes for this stage)",
+                                     "process", stage=stage)]
                 for f in found:
                     send({"finding": f.to_dict()})
                 if stage == "static" and state.files:
@@ -135,11 +139,18 @@ class _Limits:
         r = self.resource
         if r is None:
             return
+        #: the address space the whole check may reach: the process's size now + the memory limit
+        self.cap = _address_space() + int(limits["memory"])
         if "memory" in self.enforced:
-            self._soft(r.RLIMIT_AS, _address_space() + int(limits["memory"]))
+            self._soft(r.RLIMIT_AS, self.cap)
         used = sum(os.times()[:2])
         self._soft(r.RLIMIT_CPU, int(used + float(limits["cpu"])) + 1)
         self._soft(r.RLIMIT_FSIZE, int(limits["fsize"]))
+
+    def memory(self, budget: int) -> None:
+        """Cap the address space at its current size + ``budget`` (a stage's share), never above the check's cap."""
+        if self.resource is not None and "memory" in self.enforced:
+            self._soft(self.resource.RLIMIT_AS, min(self.cap, _address_space() + int(budget)))
 
     def lift(self) -> None:
         r = self.resource

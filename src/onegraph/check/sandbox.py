@@ -231,6 +231,8 @@ class Worker:
 
     def _message(self, deadline: float) -> dict:
         fd = self._proc.stdout.fileno()
+        if time.monotonic() > deadline:  # also when the answer is already buffered: the wall limit is the limit
+            raise _Timeout
         while b"\n" not in self._buffer:
             remaining = deadline - time.monotonic()
             if remaining <= 0:

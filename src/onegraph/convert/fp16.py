@@ -260,7 +260,7 @@ def _cast_mixed_inputs(model: onnx.ModelProto) -> None:
     new_nodes = []
     for node in model.graph.node:
         schema = _schema(node, model)
-        if schema is not None:
+        if schema is not None and schema.inputs:
             groups: dict[str, list[int]] = {}
             for i, name in enumerate(node.input):
                 if name:

@@ -411,10 +411,13 @@ def _attr_signature(attr: ir.Attr, ref: dict[ir.Value, tuple]) -> object:
     if attr.is_ref():
         return ("ref", attr.ref_attr_name)
     t = attr.type
-    if t == ir.AttributeType.TENSOR:
-        return _tensor_signature(attr.as_tensor())
-    if t == ir.AttributeType.TENSORS:
-        return tuple(_tensor_signature(x) for x in attr.as_tensors())
+    try:
+        if t == ir.AttributeType.TENSOR:
+            return _tensor_signature(attr.as_tensor())
+        if t == ir.AttributeType.TENSORS:
+            return tuple(_tensor_signature(x) for x in attr.as_tensors())
+    except (TypeError, ValueError):  # a tensor onnx-ir cannot read (an undefined dtype): equal to no other
+        return ("unreadable", id(attr))
     if t == ir.AttributeType.GRAPH:
         return _graph_signature(attr.as_graph(), ref)
     if t == ir.AttributeType.GRAPHS:

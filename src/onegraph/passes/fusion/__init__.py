@@ -99,7 +99,14 @@ def _fuse(model: ir.Model, chosen: list[Family], as_functions: bool) -> dict[str
         return counts
     for family in chosen:
         for key, entries in family.make().items():
-            counts[key] = pattern.RewriteRuleSet([rule for rule, _ in entries]).apply_to_model(model)
+            try:
+                counts[key] = pattern.RewriteRuleSet([rule for rule, _ in entries]).apply_to_model(model)
+            except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
+                # the rewriter (its constant propagation first) misreads malformed nodes: a Constant whose
+                # value attribute has another type, say (the caller writes nothing)
+                raise PassError(f"the {family.name} rules cannot run on this model: {type(exc).__name__}: "
+                                f"{' '.join(str(exc).split())[:200]}",
+                                hint="check the model with `onegraph check`") from None
         if family.after is not None:
             counts.update(family.after(model))
     RemoveUnusedNodesPass()(model)
