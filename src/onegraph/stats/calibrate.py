@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import fnmatch
 import itertools
+import math
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -307,29 +308,38 @@ def _without_weights(proto: onnx.ModelProto) -> onnx.ModelProto:
 
 
 class _Buffer:
-    """Batches of a batch-first tensor, concatenated before they reach its accumulator: one update per
-    ``_BUFFERED`` values instead of one per (small) batch saves most of numpy's per-call overhead. Holds at
-    most ``_BUFFERED`` values plus one batch."""
+    """Batches of a batch-first tensor, copied one after the other into an array kept for the whole
+    calibration before they reach its accumulator: one update per ``_BUFFERED`` values instead of one per
+    (small) batch saves most of numpy's per-call overhead, and copying each batch as it comes (instead of
+    concatenating the batches held) lets onnxruntime's outputs go at once and reuses the same memory, already
+    mapped and in the CPU's caches. Holds ``_BUFFERED`` values plus one batch."""
 
     def __init__(self, accumulator: TensorAccumulator) -> None:
         self.accumulator = accumulator
-        self.parts: list[np.ndarray] = []
-        self.size = self.samples = 0
+        self.store: np.ndarray | None = None
+        self.rows = self.samples = 0
 
     def add(self, value: np.ndarray, samples: int) -> None:
-        if self.parts and value.shape[1:] != self.parts[0].shape[1:]:
+        store, rows = self.store, len(value)
+        if store is None or value.shape[1:] != store.shape[1:] or value.dtype != store.dtype:
             self.flush()
-        self.parts.append(value)
-        self.size += value.size
+            per_row = max(1, math.prod(value.shape[1:]))
+            store = self.store = np.empty((-(-_BUFFERED // per_row) + rows, *value.shape[1:]), value.dtype)
+        elif self.rows + rows > len(store):
+            self.flush()
+            if rows > len(store):  # a batch larger than the first: no copy
+                self.accumulator.update(value, samples)
+                return
+        store[self.rows:self.rows + rows] = value
+        self.rows += rows
         self.samples += samples
-        if self.size >= _BUFFERED:
+        if self.rows * (store.size // len(store)) >= _BUFFERED:
             self.flush()
 
     def flush(self) -> None:
-        if self.parts:
-            whole = self.parts[0] if len(self.parts) == 1 else np.concatenate(self.parts)
-            self.accumulator.update(whole, self.samples)
-        self.parts, self.size, self.samples = [], 0, 0
+        if self.rows:
+            self.accumulator.update(self.store[:self.rows], self.samples)
+        self.rows = self.samples = 0
 
 
 #: values of a tensor per accumulator update (its slice size, ``accumulators._CHUNK``): numpy's per-call
