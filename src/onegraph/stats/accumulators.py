@@ -236,10 +236,11 @@ class TensorAccumulator:
         """Fold one slice of a batch in: vectorized passes over a ``(rows, channels * inner)`` view.
 
         In order: per-channel min and max (reductions over the rows, which numpy vectorizes across the
-        columns); when all of them are finite, so is every value (NaN and ±inf propagate through min / max)
-        and no mask is built; one float64 copy, from which the per-channel sums of values and squares are
-        taken (:func:`_moments`); the zero count; the histogram, its bin indices computed in place in that
-        copy and counted with ``np.bincount``; a Bernoulli sample into the sketch, one ``update`` per slice.
+        columns, short rows folded into wide ones: :func:`_over_rows`); when all of them are finite, so is
+        every value (NaN and ±inf propagate through min / max) and no mask is built; one float64 copy, from
+        which the per-channel sums of values and squares are taken (:func:`_moments`); the zero count; a
+        Bernoulli sample of that copy into the sketch, one ``update`` per slice; the histogram, its bin
+        indices computed in place in the copy and counted with ``np.bincount``.
         """
         # float32 / float64 are reduced as they are (sums accumulate in float64); narrower types (float16,
         # bfloat16, small integers) are widened to float32, exactly; others to float64
