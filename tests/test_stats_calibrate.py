@@ -53,6 +53,17 @@ def test_cnn_per_channel_from_numpy_feeds_and_batches():
     check_calibration(streamed, acts)
 
 
+def test_batches_of_changing_sizes_buffered_as_one_pass():
+    """Batches smaller, larger than and far larger than the first go through each tensor's buffer (copied in,
+    flushed before one that does not fit, the largest passed on without a copy) as one pass over them."""
+    model, x = cnn()
+    edges = np.cumsum([0, 50, 400, 3, 50, 1200, 7, 1, 86])
+    batches = ({"x": x[a:b]} for a, b in zip(edges, edges[1:]))
+    calibration = calibrate(model, batches, batch_size=10_000, progress=False)
+    assert calibration.samples == edges[-1]
+    check_calibration(calibration, activations(model, {"x": x[:edges[-1]]}))
+
+
 @pytest.mark.parametrize("shards", [2, 7])
 def test_merged_calibrations_equal_one_pass(shards):
     model, x = cnn()

@@ -9,26 +9,21 @@
 * :mod:`~onegraph.stats.report`: HTML report and terminal tables.
 """
 
-from onegraph.stats.accumulators import TensorAccumulator, TensorStats, merge_all
-from onegraph.stats.annotate import (
-    AnnotateStatsPass,
-    StripStatsPass,
-    annotate,
-    read_qparams,
-    read_stats,
-    strip,
-)
-from onegraph.stats.calibrate import Calibration, annotate_model, calibrate
-from onegraph.stats.qparams import (
-    QuantizationError,
-    QuantParams,
-    quant_params,
-    scale_zero_point,
-)
-from onegraph.stats.recover import recover, recover_ranges
+from onegraph import _lazy
 
 __all__ = [
     "TensorAccumulator", "TensorStats", "merge_all", "Calibration", "calibrate", "annotate_model",
     "AnnotateStatsPass", "StripStatsPass", "annotate", "read_stats", "read_qparams", "strip",
     "QuantParams", "QuantizationError", "quant_params", "scale_zero_point", "recover", "recover_ranges",
 ]
+# each name loads its module on first use: ``calibrate`` needs numpy, onnx, onnxruntime and datasketches only,
+# not onnx-ir (annotate, recover) or pydantic (the statistics document)
+_lazy.exports(__name__, {
+    **dict.fromkeys(["TensorAccumulator", "TensorStats", "merge_all"], "onegraph.stats.accumulators"),
+    **dict.fromkeys(["AnnotateStatsPass", "StripStatsPass", "annotate", "read_qparams", "read_stats", "strip"],
+                    "onegraph.stats.annotate"),
+    **dict.fromkeys(["Calibration", "annotate_model", "calibrate"], "onegraph.stats.calibrate"),
+    **dict.fromkeys(["QuantizationError", "QuantParams", "quant_params", "scale_zero_point"],
+                    "onegraph.stats.qparams"),
+    **dict.fromkeys(["recover", "recover_ranges"], "onegraph.stats.recover"),
+})

@@ -8,14 +8,16 @@ of it gives:
 * exactly, for the counts (values, NaN, +inf, -inf, zeros), minimum, maximum and every histogram bin;
 * to rounding (about 1e-15 relative), for the mean and the population variance, merged with the pairwise
   update of Chan, Golub & LeVeque (1979), "Updating formulae and a pairwise algorithm for computing sample
-  variances" (each batch itself is reduced with the two-pass formula, so no catastrophic cancellation);
+  variances" (each slice of a batch is reduced to float64 sums of values and squares per channel; a channel
+  whose mean is large next to its spread, where their difference would cancel, is summed again about its
+  mean, the two-pass formula);
 * within the stated rank error, for quantiles: they come from a KLL sketch (Karnin, Lang & Liberty 2016,
   "Optimal quantile approximation in streams"), Apache DataSketches' implementation
   (``datasketches.kll_doubles_sketch``). With parameter ``k`` a quantile's rank is off by at most
   ``kll_doubles_sketch.get_normalized_rank_error(k, False)`` (1.33% for k = 200) with 99% confidence;
   merged sketches keep the bound.
 
-The sketch costs about 50 ns per value, more than every other statistic together. With ``sketch_rate`` p < 1
+The sketch costs about 50 ns per value, five to ten times every other statistic together. With ``sketch_rate`` p < 1
 each finite value enters it with probability p (Bernoulli sampling, the same p in every shard, so merged
 samples are Bernoulli samples of the union); given the m values kept, they are a simple random sample of all
 values, for which Hoeffding's inequality (1963, which covers sampling without replacement) bounds the rank
@@ -60,7 +62,7 @@ _RATES = {2.0 ** -j for j in range(9)}
 #: confidence of each bound term (KLL's and the sampling's): 99% each, 98% together
 _DELTA = 0.01
 #: values per slice of a batch processed at once (see TensorAccumulator.update)
-_CHUNK = 1 << 16
+_CHUNK = 1 << 17
 
 
 # -- summaries (what a model carries) --------------------------------------------------------------
@@ -220,61 +222,90 @@ class TensorAccumulator:
             self.dtype = arr.dtype.name
         self._note_shape(arr.shape)
         self.samples += arr.shape[0] if samples is None else int(samples)
-        # slices of about _CHUNK values along the first axis: the float64 copies and temporaries stay in
-        # the CPU cache (3x faster than whole-batch temporaries on a 1M-value batch)
-        step = max(1, _CHUNK // max(1, arr[0].size)) if len(arr) else 1
-        for start in range(0, len(arr), step):
+        # slices of about _CHUNK values along the first axis (never one much smaller than the others): the
+        # float64 copy and the temporaries (~20 bytes per value) stay in the CPU's caches, and numpy's
+        # per-call overhead (~40 operations per slice) stays small next to the work
+        rows = len(arr)
+        parts = max(1, round(arr.size / _CHUNK))
+        step = max(1, -(-rows // parts))
+        for start in range(0, rows, step):
             self._update_part(arr[start:start + step])
         return self
 
     def _update_part(self, part: np.ndarray) -> None:
-        # float32 / float64 are reduced as they are (sums accumulate in float64); other types are widened
-        x = part if part.dtype in (np.float32, np.float64) else part.astype(np.float64)
+        """Fold one slice of a batch in: vectorized passes over a ``(rows, channels * inner)`` view.
+
+        In order: per-channel min and max (reductions over the rows, which numpy vectorizes across the
+        columns, short rows folded into wide ones: :func:`_over_rows`); when all of them are finite, so is
+        every value (NaN and ±inf propagate through min / max) and no mask is built; one float64 copy, from
+        which the per-channel sums of values and squares are taken (:func:`_moments`); the zero count; a
+        Bernoulli sample of that copy into the sketch, one ``update`` per slice; the histogram, its bin
+        indices computed in place in the copy and counted with ``np.bincount``.
+        """
+        # float32 / float64 are reduced as they are (sums accumulate in float64); narrower types (float16,
+        # bfloat16, small integers) are widened to float32, exactly; others to float64
+        x = part if part.dtype in (np.float32, np.float64) else part.astype(
+            np.float32 if np.can_cast(part.dtype, np.float32) else np.float64)
         self.size += x.size
         if x.size == 0:
             return
-        finite: np.ndarray | None = np.isfinite(x)
-        if finite.all():
-            finite = None
-        else:
-            bad = x[~finite]
+        x2, channels = self._as_rows(x)
+        cmin = _per_channel(_over_rows(x2, _column_min, np.minimum), channels, np.minimum)
+        cmax = _per_channel(_over_rows(x2, _column_max, np.maximum), channels, np.maximum)
+        finite = None
+        wide = x2.astype(np.float64)  # C-contiguous, this function's own
+        if not (np.isfinite(cmin).all() and np.isfinite(cmax).all()):
+            finite = np.isfinite(x2)
+            bad = x2[~finite]
             nan = int(np.isnan(bad).sum())
             pos = int((bad > 0).sum())
             self.nan += nan
             self.posinf += pos
             self.neginf += bad.size - nan - pos
-        # moments per channel (one channel when none are kept); the whole tensor's are combined from them
-        # (Chan et al.'s pairwise formula), which saves a second pass over the values
-        moments = _channel_moments(self._as_channels(x), finite)
+            cmin = _per_channel(np.where(finite, x2, math.inf).min(axis=0), channels, np.minimum)
+            cmax = _per_channel(np.where(finite, x2, -math.inf).max(axis=0), channels, np.maximum)
+            np.copyto(wide, 0.0, where=~finite)
+        moments = _moments(wide, channels, cmin, cmax, finite)
         if self._axis is not None:
             self._ch = moments if self._ch is None else _merge_channels(self._ch, moments, self.name)
-        n, has = moments["count"], moments["count"] > 0
+        n = moments["count"]
+        if finite is not None:
+            has = n > 0
+            if not has.any():
+                return
+            n, cmin, cmax, moments = n[has], cmin[has], cmax[has], {k: moments[k][has] for k in ("mean", "m2")}
         total = int(n.sum())
-        if total == 0:
-            return
-        mean = float((moments["mean"][has] * n[has]).sum() / total)
-        m2 = float((moments["m2"][has] + n[has] * np.square(moments["mean"][has] - mean)).sum())
+        # the whole tensor's moments from the channels' (Chan et al.'s pairwise formula)
+        mean = float(n @ moments["mean"]) / total
+        deviation = moments["mean"] - mean
+        m2 = float(moments["m2"].sum() + n @ (deviation * deviation))
         self._combine_moments(total, mean, m2)
-        self.min = min(self.min, float(moments["min"][has].min()))
-        self.max = max(self.max, float(moments["max"][has].max()))
-        flat = x.reshape(-1) if finite is None else x[finite]
-        self.zeros += total - int(np.count_nonzero(flat))
-        self._add_to_histogram(flat)
+        self.min = min(self.min, float(cmin.min()))
+        self.max = max(self.max, float(cmax.max()))
+        if finite is None:
+            self.zeros += int(np.count_nonzero(x2 == 0))
+            values = wide.reshape(-1)
+        else:
+            values = wide[finite]
+            self.zeros += int(np.count_nonzero(values == 0))
+        # the sample for the sketch is taken from the float64 copy (datasketches takes writable float64
+        # arrays only) before the histogram overwrites it
         if self.sketch_rate < 1.0:
-            flat = flat[_bernoulli_indices(self._rng, total, self.sketch_rate)]
-        if flat.size:
-            # datasketches takes writable float64 arrays only; Arrow-backed feeds are read-only views
-            self._sketch.update(np.require(flat, np.float64, ["C", "W"]))
+            self._sketch.update(values[_bernoulli_indices(self._rng, total, self.sketch_rate)])
+        else:
+            self._sketch.update(values)
+        self._add_to_histogram(values)
 
-    def _as_channels(self, x: np.ndarray) -> np.ndarray:
-        """``x`` as ``(before, channels, after)`` along the channel axis, or ``(1, 1, size)`` without one."""
+    def _as_rows(self, x: np.ndarray) -> tuple[np.ndarray, int]:
+        """``x`` as ``(rows, channels * inner)`` (axes before the channel axis, then the channel axis and those
+        after it), and the number of channels; ``(first axis, rest)`` and 1 channel without a channel axis."""
         if self.channel_axis is not None and x.ndim:
             axis = self.channel_axis if self.channel_axis >= 0 else x.ndim + self.channel_axis
             if 0 <= axis < x.ndim:
                 if self._axis is None:
                     self._axis = axis
-                return x.reshape(int(np.prod(x.shape[:axis])), x.shape[axis], -1)
-        return x.reshape(1, 1, -1)
+                return x.reshape(math.prod(x.shape[:axis]), -1), int(x.shape[axis])
+        return x.reshape(x.shape[0] if x.ndim > 1 else 1, -1), 1
 
     def _note_shape(self, shape: tuple) -> None:
         # dimensions that vary between batches (the batch axis, dynamic axes) are recorded as None
@@ -310,22 +341,24 @@ class TensorAccumulator:
             e += 1
         return e
 
-    def _add_to_histogram(self, flat: np.ndarray) -> None:
+    def _add_to_histogram(self, values: np.ndarray) -> None:
+        """Count ``values`` (finite, float64, 1-D; overwritten) into the histogram, regridded first when the
+        range grew."""
         e = self._exponent(self.min, self.max)
         first = math.floor(math.ldexp(self.min, -e))
-        counts = _regridded(self, e, first, math.floor(math.ldexp(self.max, -e)) - first + 1)
-        # multiplying by a power of two is exact (ldexp is 15x slower); floor before subtracting
-        # ``first``: v - first may round up to the next integer when v is tiny and first is not
-        if flat.dtype == np.float32 and -100 < e <= 0:
-            # scaling float32 by 2**-e >= 1 cannot underflow, and stays below 2**52: exact in float32
-            scaled = flat * np.float32(math.ldexp(1.0, -e))
-        elif -1000 < e < 1000:
-            scaled = np.multiply(flat, math.ldexp(1.0, -e), dtype=np.float64)
+        length = math.floor(math.ldexp(self.max, -e)) - first + 1
+        if (e, first, length) == (self._e, self._first, len(self._counts)):
+            counts = self._counts
         else:
-            scaled = np.ldexp(flat.astype(np.float64), -e)
-        index = np.floor(scaled, out=scaled).astype(np.int64)
-        index -= first
-        counts += np.bincount(index, minlength=len(counts))
+            counts = _regridded(self, e, first, length)
+        # multiplying by a power of two is exact (ldexp is 15x slower); floor before subtracting ``first``:
+        # v - first may round up to the next integer when v is tiny and first is not
+        if -1000 < e < 1000:
+            values *= math.ldexp(1.0, -e)
+        else:
+            values = np.ldexp(values, -e)
+        np.floor(values, out=values)
+        counts += np.bincount(_bin_index(values, first), minlength=length)
         self._e, self._first, self._counts = e, first, counts
 
     # -- merging ----------------------------------------------------------------------------------
@@ -486,38 +519,130 @@ def _regridded(acc: TensorAccumulator, e: int, first: int, length: int) -> np.nd
     return out
 
 
+#: 1.5 * 2**52: an integer-valued float64 ``v`` with ``|v| < 2**51``, plus this, holds ``v`` in its low bits
+_MAGIC = 1.5 * 2.0**52
+_MAGIC_BITS = int(np.array(_MAGIC).view(np.int64))
+
+
+def _bin_index(floored: np.ndarray, first: int) -> np.ndarray:
+    """``floored - first`` as int64 (``floored``: float64 floors of the scaled values, overwritten; the
+    differences are bin indices, small non-negative integers).
+
+    Adding ``1.5 * 2**52 - first`` (an integer, exact in float64 for ``|first| < 2**51``) gives
+    ``1.5 * 2**52 + index`` exactly (an integer below 2**53), whose bits minus the constant's are the index:
+    two in-place passes, where float -> int64 conversion (no vector instruction on x86) costs more than the
+    rest of the histogram."""
+    if abs(first) >= 1 << 51:
+        return np.subtract(floored, first, dtype=np.int64, casting="unsafe")
+    floored += float(_MAGIC - first)
+    index = floored.view(np.int64)
+    index -= _MAGIC_BITS
+    return index
+
+
 def _bernoulli_indices(rng: np.random.Generator, n: int, p: float) -> np.ndarray:
-    """Indices of ``n`` Bernoulli(p) trials that succeed: the gaps between successes are geometric, so only
-    the about ``n p`` kept indices are drawn (a random number per value cost more than the sketch saved)."""
+    """Indices of ``n`` Bernoulli(p) trials that succeed, ``p`` a power of two down to 1/256.
+
+    For p >= 1/8, a random byte per trial (the generator's raw 64-bit words, four times faster than
+    ``Generator.bytes``), kept when its low ``log2(1 / p)`` bits are 0 (probability p
+    exactly). Below, only the about ``n p`` kept indices are drawn (a random number per value would cost more
+    than the sketch saves): the gaps between successes are geometric, ``floor(E / -ln(1 - p)) + 1`` for a
+    standard exponential ``E`` (``P(gap > k) = (1 - p)**k``), twice as fast as ``Generator.geometric``."""
+    if p >= 1 / 8:
+        draws = rng.bit_generator.random_raw(-(-n // 8)).view(np.uint8)[:n]
+        return np.flatnonzero((draws & (round(1 / p) - 1)) == 0)
     expected = n * p
-    gaps = rng.geometric(p, size=int(expected + 6 * math.sqrt(expected) + 16))
-    index = np.cumsum(gaps) - 1
+    rate = -math.log1p(-p)
+
+    def gaps(size: int) -> np.ndarray:
+        gap = rng.standard_exponential(size)
+        gap /= rate
+        return gap.astype(np.int64) + 1  # truncation is the floor of these positive values
+
+    index = np.cumsum(gaps(int(expected + 6 * math.sqrt(expected) + 16))) - 1
     while index[-1] < n - 1:  # rare: more successes than 6 standard deviations above the mean
-        index = np.concatenate([index, index[-1] + np.cumsum(rng.geometric(p, size=len(gaps)))])
+        index = np.concatenate([index, index[-1] + np.cumsum(gaps(len(index)))])
     return index[: np.searchsorted(index, n)]
 
 
-def _channel_moments(x3: np.ndarray, finite: np.ndarray | None) -> dict[str, np.ndarray]:
-    """count, min, max, mean and sum of squared deviations (two-pass, float64) of each channel of a
-    ``(before, channels, after)`` array: reductions over the last axis, then the first, on contiguous memory."""
-    channels = x3.shape[1]
+#: a channel whose sum of squares exceeds this many times its sum of squared deviations (|mean| > ~8 std) is
+#: summed again about its mean: the difference of the two sums would lose more than 6 of float64's 53 bits
+_CANCELLATION = 64.0
+
+
+def _moments(wide: np.ndarray, channels: int, cmin: np.ndarray, cmax: np.ndarray,
+             finite: np.ndarray | None) -> dict[str, np.ndarray]:
+    """count, min, max, mean and sum of squared deviations (float64) of each channel of ``wide``, a float64
+    ``(rows, channels * inner)`` array holding 0 where ``finite`` is False (None: every value counts).
+
+    One pass for the sums and one for the sums of squares (``einsum``, no temporary); ``M2 = S2 - S1 * mean``.
+    Where that difference would cancel (a mean far from 0 in units of the spread), the channel's values are
+    summed again about the mean (two-pass), as Chan, Golub & LeVeque recommend."""
+    rows, columns = wide.shape
+    inner = columns // channels
     if finite is None:
-        n = np.full(channels, x3.shape[0] * x3.shape[2], dtype=np.int64)
-        cmin = x3.min(axis=2, initial=math.inf).min(axis=0, initial=math.inf)
-        cmax = x3.max(axis=2, initial=-math.inf).max(axis=0, initial=-math.inf)
-        total = x3.sum(axis=2, dtype=np.float64).sum(axis=0)
+        count = np.full(channels, rows * inner, dtype=np.int64)
     else:
-        ok = finite.reshape(x3.shape)
-        n = ok.sum(axis=2).sum(axis=0)
-        cmin = np.where(ok, x3, math.inf).min(axis=2, initial=math.inf).min(axis=0, initial=math.inf)
-        cmax = np.where(ok, x3, -math.inf).max(axis=2, initial=-math.inf).max(axis=0, initial=-math.inf)
-        total = np.where(ok, x3, 0.0).sum(axis=2, dtype=np.float64).sum(axis=0)
-    mean = np.divide(total, n, out=np.zeros(channels), where=n > 0)
-    centered = np.subtract(x3, mean[None, :, None], dtype=np.float64)
-    if finite is not None:
-        centered = np.where(ok, centered, 0.0)
-    m2 = np.square(centered, out=centered).sum(axis=2).sum(axis=0)
-    return {"count": n, "min": cmin.astype(np.float64), "max": cmax.astype(np.float64), "mean": mean, "m2": m2}
+        count = _per_channel(finite.sum(axis=0), channels, np.add)
+    safe = np.maximum(count, 1)
+    total = _per_channel(_over_rows(wide, _column_sums, np.add), channels, np.add)
+    squares = _per_channel(_over_rows(wide, _column_squares, np.add), channels, np.add)
+    mean = total / safe
+    m2 = squares - total * mean
+    # NaN-safe: sums that overflowed (float64 values beyond 1e154) are summed again too
+    unsure = (count > 0) & ~(np.isfinite(squares) & (squares <= _CANCELLATION * m2))
+    if unsure.any():
+        centered = wide - np.repeat(mean, inner)
+        if finite is not None:
+            np.copyto(centered, 0.0, where=~finite)
+        shift = _per_channel(_over_rows(centered, _column_sums, np.add), channels, np.add) / safe
+        again = _per_channel(_over_rows(centered, _column_squares, np.add), channels, np.add) - count * shift * shift
+        mean, m2 = np.where(unsure, mean + shift, mean), np.where(unsure, again, m2)
+    return {"count": count, "min": cmin.astype(np.float64), "max": cmax.astype(np.float64), "mean": mean,
+            "m2": np.maximum(m2, 0.0)}
+
+
+#: reductions over the rows of a slice fold rows into columns until a row holds at least this many values
+_WIDE = 512
+
+
+def _over_rows(a: np.ndarray, reduce: Any, combine: np.ufunc) -> np.ndarray:
+    """``reduce`` (one figure per column of a 2-D array, over its rows) of ``a``, on a view of ``a`` whose rows
+    hold ``k`` of its rows each when they are short, the ``k`` partial figures per column then combined
+    with ``combine`` (rows left over are reduced on their own).
+
+    numpy's reductions over the first axis vectorize across a row: on rows of 10 values they cost 20 times
+    per value what they cost on rows of 500 (min / max exactly, sums to rounding in a different order)."""
+    rows, columns = a.shape
+    k = min(rows, -(-_WIDE // columns))
+    if k <= 1:
+        return reduce(a)
+    body = rows - rows % k
+    out = combine.reduce(reduce(a[:body].reshape(body // k, k * columns)).reshape(k, columns), axis=0)
+    return out if body == rows else combine(out, reduce(a[body:]))
+
+
+def _column_min(a: np.ndarray) -> np.ndarray:
+    return np.minimum.reduce(a, axis=0)
+
+
+def _column_max(a: np.ndarray) -> np.ndarray:
+    return np.maximum.reduce(a, axis=0)
+
+
+def _column_sums(a: np.ndarray) -> np.ndarray:
+    """Sums over the rows of a 2-D array (one vectorized pass)."""
+    return a[0].copy() if len(a) == 1 else np.add.reduce(a, axis=0)
+
+
+def _column_squares(a: np.ndarray) -> np.ndarray:
+    """Sums of squares over the rows of a 2-D array (``einsum``: one pass, no temporary)."""
+    return np.einsum("ij,ij->j", a, a)
+
+
+def _per_channel(columns: np.ndarray, channels: int, ufunc: np.ufunc) -> np.ndarray:
+    """Reduce ``channels * inner`` per-column figures to one per channel."""
+    return columns if len(columns) == channels else ufunc.reduce(columns.reshape(channels, -1), axis=1)
 
 
 def _merge_channels(a: dict[str, np.ndarray], b: dict[str, np.ndarray], name: str) -> dict[str, np.ndarray]:
