@@ -1,3 +1,13 @@
 """Adapters: fitted objects from other libraries -> graph nodes. Importing registers them."""
 
-from onegraph.export.adapters import calibration, linear, models, sklearn, trees  # noqa: F401
+from onegraph.export.adapters import (  # noqa: F401
+    calibration,
+    discriminant,
+    ensembles,
+    glm,
+    linear,
+    models,
+    naive_bayes,
+    sklearn,
+    trees,
+)

@@ -25,6 +25,7 @@ from onegraph.emit import (
     register_emitter,
 )
 from onegraph.errors import ExportError
+from onegraph.export.adapters.ops import expm1, log1p
 
 __all__ = ["emit_step", "step_name", "emit_pipeline", "emit_column_transformer", "emit_feature_union",
            "emit_function_transformer"]
@@ -138,9 +139,9 @@ def emit_function_transformer(ft: Any, g: GraphBuilder, cols: list[Col]) -> list
         raise ExportError(f"FunctionTransformer({getattr(func, '__name__', func)}) with kw_args cannot be exported")
     x = g.matrix(cols, DOUBLE)
     if func is np.log1p:
-        y = _log1p(g, x)
+        y = log1p(g, x)
     elif func is np.expm1:
-        y = _expm1(g, x)
+        y = expm1(g, x)
     elif func in _UFUNCS:
         y = g.op(_UFUNCS[func], x, dtype=DOUBLE)
     else:
@@ -154,31 +155,6 @@ def emit_function_transformer(ft: Any, g: GraphBuilder, cols: list[Col]) -> list
     except Exception:  # feature_names_out=None makes get_feature_names_out raise
         pass
     return g.block(y, names, "float", DOUBLE)
-
-
-def _log1p(g: GraphBuilder, x):
-    """``log1p`` to within a few ulps: ``u = 1 + x``; ``x`` where ``u == 1``, else ``log(u) * x / (u - 1)``
-    (Kahan's correction; Goldberg, "What every computer scientist should know about floating-point", 1991).
-    ``log(1 + x)`` alone loses the digits of ``x`` that ``1 + x`` rounds away."""
-    one = g.const(np.float64(1.0), "one")
-    u = g.op("Add", x, one, dtype=DOUBLE)
-    um1 = g.op("Sub", u, one, dtype=DOUBLE)
-    corrected = g.op("Div", g.op("Mul", g.op("Log", u, dtype=DOUBLE), x, dtype=DOUBLE), um1, dtype=DOUBLE)
-    # x where 1 + x == 1, and at +inf (where the correction gives inf / inf)
-    keep = g.op("Or", g.op("Equal", u, one, dtype=BOOL), g.op("IsInf", x, detect_negative=0, dtype=BOOL), dtype=BOOL)
-    return g.op("Where", keep, x, corrected, dtype=DOUBLE)
-
-
-def _expm1(g: GraphBuilder, x):
-    """``expm1`` by Kahan's correction: ``u = exp(x)``; ``x`` where ``u == 1``; ``-1`` where ``u - 1 == -1``;
-    else ``(u - 1) * x / log(u)``."""
-    one = g.const(np.float64(1.0), "one")
-    u = g.op("Exp", x, dtype=DOUBLE)
-    um1 = g.op("Sub", u, one, dtype=DOUBLE)
-    corrected = g.op("Div", g.op("Mul", um1, x, dtype=DOUBLE), g.op("Log", u, dtype=DOUBLE), dtype=DOUBLE)
-    saturated = g.op("Equal", um1, g.const(np.float64(-1.0), "minus_one"), dtype=BOOL)
-    corrected = g.op("Where", saturated, um1, corrected, dtype=DOUBLE)
-    return g.op("Where", g.op("Equal", u, one, dtype=BOOL), x, corrected, dtype=DOUBLE)
 
 
 def _skl2onnx_transformer(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]:

@@ -24,6 +24,7 @@ import sklearn.tree as skt
 
 from onegraph.emit import BOOL, DOUBLE, FLOAT, INT64, GraphBuilder
 from onegraph.errors import ExportError
+from onegraph.export.adapters.ops import inverse_link
 from onegraph.export.adapters.models import (
     ModelOutputs,
     label_from_index,
@@ -194,18 +195,7 @@ def emit_forest_regressor(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutp
 # -- gradient boosting ----------------------------------------------------------------------------
 def _inverse_link(g: GraphBuilder, model: Any, raw: ir.Value) -> ir.Value:
     """scikit-learn's ``model._loss.link.inverse`` in ONNX ops."""
-    link = type(model._loss.link).__name__
-    if link == "IdentityLink":
-        return raw
-    if link == "LogLink":
-        return g.op("Exp", raw, dtype=DOUBLE)
-    if link == "LogitLink":
-        return g.op("Sigmoid", raw, dtype=DOUBLE)
-    if link == "HalfLogitLink":
-        return g.op("Sigmoid", g.op("Mul", raw, g.const(np.float64(2.0), "two"), dtype=DOUBLE), dtype=DOUBLE)
-    if link == "MultinomialLogit":
-        return g.op("Softmax", raw, axis=1, dtype=DOUBLE)
-    raise ExportError(f"{type(model).__name__}: link function {link} is not supported")
+    return inverse_link(g, model._loss.link, raw, type(model).__name__)
 
 
 def _boosting_outputs(g: GraphBuilder, model: Any, raw: ir.Value, classifier: bool) -> ModelOutputs:
