@@ -2,12 +2,16 @@
 
 from onegraph.export.adapters import (  # noqa: F401
     calibration,
+    decomposition,
     discriminant,
     ensembles,
     glm,
     linear,
     models,
     naive_bayes,
+    neighbors,
+    neural,
     sklearn,
+    svm,
     trees,
 )

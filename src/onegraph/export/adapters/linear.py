@@ -108,7 +108,9 @@ def emit_linear_classifier(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOut
 
 @register_model(lm.LinearRegression, lm.Ridge, lm.RidgeCV, lm.Lasso, lm.LassoCV, lm.ElasticNet, lm.ElasticNetCV,
                 lm.Lars, lm.LassoLars, lm.BayesianRidge, lm.ARDRegression, lm.HuberRegressor, lm.TheilSenRegressor,
-                lm.QuantileRegressor, lm.SGDRegressor, lm.OrthogonalMatchingPursuit)
+                lm.QuantileRegressor, lm.SGDRegressor, lm.OrthogonalMatchingPursuit, lm.OrthogonalMatchingPursuitCV,
+                lm.LarsCV, lm.LassoLarsCV, lm.LassoLarsIC, lm.PassiveAggressiveRegressor, lm.MultiTaskLasso,
+                lm.MultiTaskLassoCV, lm.MultiTaskElasticNet, lm.MultiTaskElasticNetCV, svm.LinearSVR)
 def emit_linear_regressor(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
     d = _decision(g, model, x)
     if np.ndim(model.coef_) == 1:
