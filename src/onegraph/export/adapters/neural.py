@@ -15,12 +15,12 @@ import numpy as np
 import onnx_ir as ir
 import sklearn.neural_network as nn
 
-from onegraph.emit import BOOL, DOUBLE, INT64, GraphBuilder
+from onegraph.emit import BOOL, DOUBLE, INT64, Col, GraphBuilder, register_emitter
 from onegraph.errors import ExportError
 from onegraph.export.adapters.models import ModelOutputs, label_from_index, register_model
 from onegraph.export.adapters.ops import argmax_index, binary_pair, f64, flat, softmax
 
-__all__ = ["forward", "emit_mlp_classifier", "emit_mlp_regressor"]
+__all__ = ["forward", "emit_mlp_classifier", "emit_mlp_regressor", "emit_bernoulli_rbm"]
 
 
 def _activation(g: GraphBuilder, name: str, a: ir.Value) -> ir.Value:
@@ -68,3 +68,14 @@ def emit_mlp_classifier(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutput
 def emit_mlp_regressor(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
     y = forward(g, model, x)
     return ModelOutputs.regressor(flat(g, y) if model.n_outputs_ == 1 else y)
+
+
+@register_emitter(nn.BernoulliRBM)
+def emit_bernoulli_rbm(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]:
+    """``BernoulliRBM.transform`` (``_mean_hiddens``): ``expit(X @ components_.T + intercept_hidden_)``."""
+    from onegraph.export.adapters.discriminant import feature_block
+
+    p = g.op("MatMul", g.matrix(cols, DOUBLE), g.const(np.ascontiguousarray(est.components_.T), "components_t"),
+             dtype=DOUBLE)
+    p = g.op("Add", p, g.const(np.asarray(est.intercept_hidden_, np.float64), "intercept_hidden"), dtype=DOUBLE)
+    return feature_block(g, est, g.op("Sigmoid", p, dtype=DOUBLE), cols)
