@@ -1,4 +1,7 @@
-"""Adapters: fitted objects from other libraries -> graph nodes. Importing registers them."""
+"""Adapters: fitted objects from other libraries -> graph nodes. Importing registers them (and the emitters
+onegraph's frame transformers register for scikit-learn's scalers, imputers and encoders)."""
+
+import onegraph.frame.transformers  # noqa: F401  (registers emitters for scikit-learn's classes)
 
 from onegraph.export.adapters import (  # noqa: F401
     calibration,
@@ -6,9 +9,12 @@ from onegraph.export.adapters import (  # noqa: F401
     decomposition,
     discriminant,
     ensembles,
+    gaussian_process,
     glm,
+    impute,
     kernel_approximation,
     linear,
+    misc,
     models,
     naive_bayes,
     neighbors,

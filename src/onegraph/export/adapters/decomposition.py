@@ -30,7 +30,7 @@ from onegraph.export.adapters.discriminant import feature_block
 from onegraph.export.adapters.ops import f64, i64, kernel
 
 __all__ = ["emit_pca", "emit_projection", "emit_fastica", "emit_factor_analysis", "emit_sparse_pca",
-           "emit_kernel_pca"]
+           "emit_kernel_pca", "emit_sparse_code"]
 
 
 def _const(g: GraphBuilder, a: Any, hint: str):
@@ -101,3 +101,39 @@ def emit_kernel_pca(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]:
     alphas = np.zeros_like(est.eigenvectors_)
     alphas[:, non_zeros] = est.eigenvectors_[:, non_zeros] / np.sqrt(est.eigenvalues_[non_zeros])
     return feature_block(g, est, g.op("MatMul", k, _const(g, alphas, "scaled_alphas"), dtype=DOUBLE), cols)
+
+
+@register_emitter(skd.DictionaryLearning, skd.MiniBatchDictionaryLearning, skd.SparseCoder)
+def emit_sparse_code(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]:
+    """``_BaseSparseCoding._transform`` with ``transform_algorithm="omp"`` and one non-zero coefficient (the
+    default on up to 19 features, ``min(max(n_features / 10, 1), n_components)``): ``orthogonal_mp_gram``'s
+    first step, ``lam = argmax |D x|``, ``code[lam] = ((D x)[lam] / L) / L`` with ``L = sqrt(G[lam, lam])``
+    (LAPACK ``potrs`` on the 1 x 1 Cholesky factor), none where ``(D x)[lam]^2 < eps``; ``split_sign``
+    puts ``max(code, 0)`` and ``-min(code, 0)`` side by side."""
+    from onegraph.emit import BOOL, INT64
+    from onegraph.errors import ExportError
+
+    d = np.asarray(est.components_, np.float64)
+    n_features = d.shape[1]
+    k = est.transform_n_nonzero_coefs
+    k = min(max(n_features / 10, 1), d.shape[0]) if k is None else k
+    if est.transform_algorithm != "omp" or int(k) != 1:
+        raise ExportError(f"{type(est).__name__}(transform_algorithm={est.transform_algorithm!r}) with "
+                          f"{int(k)} non-zero coefficients cannot be exported yet",
+                          hint="use transform_algorithm='omp' with transform_n_nonzero_coefs=1")
+    x = g.matrix(cols, DOUBLE)
+    cov = g.op("MatMul", x, _const(g, d.T, "dictionary_t"), dtype=DOUBLE)  # (D @ X.T).T
+    lam = g.op("ArgMax", g.op("Abs", cov, dtype=DOUBLE), axis=1, keepdims=1, dtype=INT64)
+    a = g.op("GatherElements", cov, lam, axis=1, dtype=DOUBLE)
+    diag = np.sqrt(np.diag(np.dot(d, d.T)))
+    ll = g.op("Gather", _const(g, diag, "chol_diag"), lam, axis=0, dtype=DOUBLE)
+    gamma = g.op("Div", g.op("Div", a, ll, dtype=DOUBLE), ll, dtype=DOUBLE)
+    tiny = g.op("Less", g.op("Mul", a, a, dtype=DOUBLE), f64(g, np.finfo(np.float64).eps, "eps"), dtype=BOOL)
+    gamma = g.op("Where", tiny, f64(g, 0.0, "zero"), gamma, dtype=DOUBLE)
+    zeros = g.op("Mul", cov, f64(g, 0.0, "zero"), dtype=DOUBLE)
+    code = g.op("ScatterElements", zeros, lam, gamma, axis=1, dtype=DOUBLE)
+    if est.split_sign:
+        code = g.op("Concat", g.op("Max", code, f64(g, 0.0, "zero"), dtype=DOUBLE),
+                    g.op("Neg", g.op("Min", code, f64(g, 0.0, "zero"), dtype=DOUBLE), dtype=DOUBLE), axis=1,
+                    dtype=DOUBLE)
+    return feature_block(g, est, code, cols)

@@ -21,7 +21,7 @@ from onegraph.errors import ExportError
 __all__ = ["f64", "i64", "flat", "columns", "column", "binary_pair", "positive_index", "argmax_index",
            "softmax", "normalize_rows", "add_all", "sq_norms", "euclidean", "sq_direct", "manhattan",
            "kernel", "one_hot_labels", "pad_columns", "expit_pair", "nan_to_zero", "gamma_of", "inverse_link",
-           "log1p", "expm1", "logsumexp"]
+           "log1p", "expm1", "logsumexp", "broadcast_rows", "erf"]
 
 
 def f64(g: GraphBuilder, value: Any, hint: str = "c") -> ir.Value:
@@ -106,14 +106,16 @@ def sq_norms(g: GraphBuilder, x: ir.Value) -> ir.Value:
     return g.op("ReduceSumSquare", x, i64(g, [1], "axes"), keepdims=1, dtype=DOUBLE)
 
 
-def euclidean(g: GraphBuilder, x: ir.Value, y: np.ndarray, squared: bool = False) -> ir.Value:
-    """``euclidean_distances(x, y)`` ``[N, M]``: ``max(-2 x @ y.T + |x|^2 + |y|^2, 0)``, then ``sqrt``."""
+def euclidean(g: GraphBuilder, x: ir.Value, y: np.ndarray, squared: bool = False, y_first: bool = False) -> ir.Value:
+    """``euclidean_distances(x, y)`` ``[N, M]``: ``max(-2 x @ y.T + |x|^2 + |y|^2, 0)``, then ``sqrt``;
+    ``y_first``: ``euclidean_distances(y, x).T`` (``|y|^2`` added first)."""
     y = np.asarray(y, np.float64)
     yy = np.einsum("ij,ij->i", y, y)[None, :]
     d = g.op("MatMul", x, g.const(np.ascontiguousarray(y.T), "y_t"), dtype=DOUBLE)
     d = g.op("Mul", f64(g, -2.0, "minus_two"), d, dtype=DOUBLE)
-    d = g.op("Add", d, sq_norms(g, x), dtype=DOUBLE)
-    d = g.op("Add", d, g.const(yy, "y_norms"), dtype=DOUBLE)
+    terms = [g.const(yy, "y_norms"), sq_norms(g, x)] if y_first else [sq_norms(g, x), g.const(yy, "y_norms")]
+    for t in terms:
+        d = g.op("Add", d, t, dtype=DOUBLE)
     d = g.op("Max", d, f64(g, 0.0, "zero"), dtype=DOUBLE)
     if not squared:
         d = g.op("Sqrt", d, dtype=DOUBLE)
@@ -253,3 +255,60 @@ def logsumexp(g: GraphBuilder, a: ir.Value) -> ir.Value:
              dtype=DOUBLE)
     out = g.op("Add", g.op("Add", log1p(g, s), g.op("Log", m, dtype=DOUBLE), dtype=DOUBLE), top, dtype=DOUBLE)
     return out
+
+
+def broadcast_rows(g: GraphBuilder, x: ir.Value, row: np.ndarray) -> ir.Value:
+    """``row`` (``[k]``) repeated for each row of ``x``: ``[N, k]`` (whatever ``x`` holds, NaN included)."""
+    row = np.asarray(row).reshape(1, -1)
+    n = g.op("Shape", x, start=0, end=1, dtype=INT64)
+    shape = g.op("Concat", n, i64(g, [row.shape[1]], "width"), axis=0, dtype=INT64)
+    const = g.const(row, "row")
+    return g.op("Expand", const, shape, dtype=const.dtype)
+
+
+# Cephes ``ndtr.c`` (S. L. Moshier, as in scipy.special's ``xsf/cephes/ndtr.h``): erf on |x| <= 1, erfc above
+_ERF_T = (9.60497373987051638749E0, 9.00260197203842689217E1, 2.23200534594684319226E3, 7.00332514112805075473E3,
+          5.55923013010394962768E4)
+_ERF_U = (3.35617141647503099647E1, 5.21357949780152679795E2, 4.59432382970980127987E3, 2.26290000613890934246E4,
+          4.92673942608635921086E4)
+_ERFC_P = (2.46196981473530512524E-10, 5.64189564831068821977E-1, 7.46321056442269912687E0,
+           4.86371970985681366614E1, 1.96520832956077098242E2, 5.26445194995477358631E2, 9.34528527171957607540E2,
+           1.02755188689515710272E3, 5.57535335369399327526E2)
+_ERFC_Q = (1.32281951154744992508E1, 8.67072140885989742329E1, 3.54937778887819891062E2, 9.75708501743205489753E2,
+           1.82390916687909736289E3, 2.24633760818710981792E3, 1.65666309194161350182E3, 5.57535340817727675546E2)
+_ERFC_R = (5.64189583547755073984E-1, 1.27536670759978104416E0, 5.01905042251180477414E0, 6.16021097993053585195E0,
+           7.40974269950448939160E0, 2.97886665372100240670E0)
+_ERFC_S = (2.26052863220117276590E0, 9.39603524938001434673E0, 1.20489539808096656605E1, 1.70814450747565897222E1,
+           9.60896809063285878198E0, 3.36907645100081516050E0)
+
+
+def _polevl(g: GraphBuilder, x: ir.Value, coefs: tuple, leading_one: bool = False) -> ir.Value:
+    """Cephes ``polevl`` / ``p1evl``: Horner's scheme, highest degree first."""
+    acc = g.op("Add", x, f64(g, coefs[0], "c"), dtype=DOUBLE) if leading_one else \
+        g.op("Add", g.op("Mul", x, f64(g, 0.0, "zero"), dtype=DOUBLE), f64(g, coefs[0], "c"), dtype=DOUBLE)
+    for c in coefs[1:]:
+        acc = g.op("Add", g.op("Mul", acc, x, dtype=DOUBLE), f64(g, c, "c"), dtype=DOUBLE)
+    return acc
+
+
+def erf(g: GraphBuilder, x: ir.Value) -> ir.Value:
+    """``scipy.special.erf`` in double (onnxruntime's ``Erf`` has no double kernel): Cephes' ``erf``:
+    ``x T(x^2) / U(x^2)`` for ``|x| <= 1``, else ``1 - erfc(|x|)`` signed, ``erfc(a) = exp(-a^2) P(a) / Q(a)``
+    (``a < 8``) or ``R(a) / S(a)`` (``a >= 8``), 0 past ``MAXLOG``."""
+    a = g.op("Abs", x, dtype=DOUBLE)
+    z = g.op("Mul", x, x, dtype=DOUBLE)
+    small = g.op("Div", g.op("Mul", x, _polevl(g, z, _ERF_T), dtype=DOUBLE), _polevl(g, z, _ERF_U, True),
+                 dtype=DOUBLE)
+    e = g.op("Exp", g.op("Neg", z, dtype=DOUBLE), dtype=DOUBLE)
+    mid = g.op("Div", g.op("Mul", e, _polevl(g, a, _ERFC_P), dtype=DOUBLE), _polevl(g, a, _ERFC_Q, True),
+               dtype=DOUBLE)
+    far = g.op("Div", g.op("Mul", e, _polevl(g, a, _ERFC_R), dtype=DOUBLE), _polevl(g, a, _ERFC_S, True),
+               dtype=DOUBLE)
+    erfc = g.op("Where", g.op("Less", a, f64(g, 8.0, "eight"), dtype=BOOL), mid, far, dtype=DOUBLE)
+    erfc = g.op("Where", g.op("Greater", z, f64(g, 7.09782712893383996843E2, "maxlog"), dtype=BOOL),
+                f64(g, 0.0, "zero"), erfc, dtype=DOUBLE)
+    big = g.op("Sub", f64(g, 1.0, "one"), erfc, dtype=DOUBLE)
+    big = g.op("Where", g.op("Less", x, f64(g, 0.0, "zero"), dtype=BOOL), g.op("Neg", big, dtype=DOUBLE), big,
+               dtype=DOUBLE)
+    out = g.op("Where", g.op("Greater", a, f64(g, 1.0, "one"), dtype=BOOL), big, small, dtype=DOUBLE)
+    return g.op("Where", g.op("IsNaN", x, dtype=BOOL), x, out, dtype=DOUBLE)
