@@ -20,8 +20,10 @@ from onegraph.export.adapters import (  # noqa: F401
     neighbors,
     neural,
     preprocessing,
+    refused,
     selection,
     sklearn,
     svm,
+    text,
     trees,
 )

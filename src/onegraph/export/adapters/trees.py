@@ -22,7 +22,7 @@ import onnx_ir as ir
 import sklearn.ensemble as ske
 import sklearn.tree as skt
 
-from onegraph.emit import BOOL, DOUBLE, FLOAT, INT64, GraphBuilder
+from onegraph.emit import BOOL, DOUBLE, FLOAT, INT64, Col, GraphBuilder, register_emitter
 from onegraph.errors import ExportError
 from onegraph.export.adapters.ops import inverse_link
 from onegraph.export.adapters.models import (
@@ -32,7 +32,8 @@ from onegraph.export.adapters.models import (
 )
 
 __all__ = ["TreeArrays", "tree_ensemble", "leaf_vector_sum", "emit_forest_classifier",
-           "emit_forest_regressor", "emit_gradient_boosting", "emit_hist_gradient_boosting"]
+           "emit_forest_regressor", "emit_gradient_boosting", "emit_hist_gradient_boosting",
+           "emit_random_trees_embedding"]
 
 
 @dataclasses.dataclass
@@ -245,3 +246,21 @@ def emit_hist_gradient_boosting(model: Any, g: GraphBuilder, x: ir.Value) -> Mod
                dtype=DOUBLE)
     raw.shape = ir.Shape(["N", k])
     return _boosting_outputs(g, model, raw, classifier=hasattr(model, "classes_"))
+
+
+@register_emitter(ske.RandomTreesEmbedding)
+def emit_random_trees_embedding(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]:
+    """``RandomTreesEmbedding.transform``: ``one_hot_encoder_.transform(apply(X))``, the leaf each tree sends
+    the row to (features compared in float32), one-hot over the leaves seen in fit (``categories_``)."""
+    from onegraph.export.adapters.discriminant import feature_block
+
+    x = g.matrix(cols, DOUBLE)
+    trees = [dataclasses.replace(_sk_tree(e.tree_, np.arange(e.tree_.node_count, dtype=np.float64)), target=i)
+             for i, e in enumerate(est.estimators_)]
+    leaves = tree_ensemble(g, _as_float32(g, x), trees, n_targets=len(trees))
+    parts = []
+    for i, cats in enumerate(est.one_hot_encoder_.categories_):
+        leaf = g.op("Gather", leaves, g.const(np.array([i], np.int64), "tree"), axis=1, dtype=DOUBLE)
+        hit = g.op("Equal", leaf, g.const(np.asarray(cats, np.float64).reshape(1, -1), "leaves"), dtype=BOOL)
+        parts.append(g.op("Cast", hit, to=DOUBLE, dtype=DOUBLE))
+    return feature_block(g, est, g.op("Concat", *parts, axis=1, dtype=DOUBLE), cols)
