@@ -5,6 +5,7 @@ import onegraph.frame.transformers  # noqa: F401  (registers emitters for scikit
 
 from onegraph.export.adapters import (  # noqa: F401
     calibration,
+    catboost,
     cluster,
     decomposition,
     discriminant,
@@ -13,6 +14,7 @@ from onegraph.export.adapters import (  # noqa: F401
     glm,
     impute,
     kernel_approximation,
+    lightgbm,
     linear,
     misc,
     models,

@@ -39,7 +39,7 @@ REASONS = {
     skd.MiniBatchNMF: ("its transform iterates multiplicative updates until a stopping test over the whole batch, so "
                        "a row's answer depends on the rows scored with it", "use PCA / TruncatedSVD"),
     skd.LatentDirichletAllocation: ("its transform iterates variational updates through exp(digamma), which has no "
-                                    "ONNX operator", "use NMF-free projections (TruncatedSVD) on counts"),
+                                    "ONNX operator", "use TruncatedSVD on the counts"),
     skm.LocallyLinearEmbedding: ("its transform solves a regularized linear system per row, which has no ONNX "
                                  "operator", "use Isomap or PCA"),
     skm.Isomap: ("its transform (shortest paths through the training graph, then kernel PCA) is not written yet",

@@ -47,6 +47,9 @@ class TreeArrays:
     missing_left: np.ndarray
     leaf_value: np.ndarray  # per node; used at leaves
     target: int = 0
+    #: per node the spec's ``nodes_modes`` (0 ``BRANCH_LEQ``: ``x <= threshold`` goes left, 4 ``BRANCH_EQ``...);
+    #: None: all ``BRANCH_LEQ``
+    mode: np.ndarray | None = None
 
     @property
     def is_leaf(self) -> np.ndarray:
@@ -83,7 +86,7 @@ def tree_ensemble(g: GraphBuilder, x: ir.Value, trees: list[TreeArrays], n_targe
     ``aggregate``: 0 AVERAGE, 1 SUM (the spec's ``aggregate_function``). A tree that is a single leaf gets a
     dummy split whose both branches reach that leaf.
     """
-    featureids, splits, missing, true_ids, true_leaf, false_ids, false_leaf = ([] for _ in range(7))
+    featureids, splits, missing, true_ids, true_leaf, false_ids, false_leaf, modes = ([] for _ in range(8))
     leaf_targets, leaf_weights, roots = [], [], []
     for t in trees:
         node_pos: dict[int, int] = {}
@@ -98,7 +101,7 @@ def tree_ensemble(g: GraphBuilder, x: ir.Value, trees: list[TreeArrays], n_targe
             leaf_weights.append(t.leaf_value[n])
         if not node_pos:  # a single leaf
             roots.append(len(featureids))
-            featureids.append(0), splits.append(0.0), missing.append(0)
+            featureids.append(0), splits.append(0.0), missing.append(0), modes.append(0)
             true_ids.append(leaf_pos[0]), true_leaf.append(1), false_ids.append(leaf_pos[0]), false_leaf.append(1)
             continue
         roots.append(node_pos[0])
@@ -106,6 +109,7 @@ def tree_ensemble(g: GraphBuilder, x: ir.Value, trees: list[TreeArrays], n_targe
             featureids.append(int(t.feature[n]))
             splits.append(float(t.threshold[n]))
             missing.append(int(t.missing_left[n]))
+            modes.append(0 if t.mode is None else int(t.mode[n]))
             for child, ids, leafs in ((t.left[n], true_ids, true_leaf), (t.right[n], false_ids, false_leaf)):
                 is_leaf = bool(t.is_leaf[child])
                 ids.append(leaf_pos[child] if is_leaf else node_pos[child])
@@ -113,7 +117,7 @@ def tree_ensemble(g: GraphBuilder, x: ir.Value, trees: list[TreeArrays], n_targe
     return g.op(
         "TreeEnsemble", x, domain="ai.onnx.ml", dtype=DOUBLE,
         nodes_featureids=featureids, nodes_splits=ir.tensor(np.asarray(splits, np.float64)),
-        nodes_modes=ir.tensor(np.zeros(len(featureids), np.uint8)),
+        nodes_modes=ir.tensor(np.asarray(modes, np.uint8)),
         nodes_truenodeids=true_ids, nodes_trueleafs=true_leaf,
         nodes_falsenodeids=false_ids, nodes_falseleafs=false_leaf,
         nodes_missing_value_tracks_true=missing,
