@@ -1,4 +1,9 @@
-"""Fuzzing campaign: mutants of valid models through ``onegraph check``'s isolated checking processes.
+"""Fuzzing campaigns: mutants of valid models through every command and public function that reads a model
+(``onegraph.campaign``), and through ``onegraph check``'s isolated checking processes alone.
+
+The command campaign (issue 14) runs each case in supervised runner processes — the caller — and counts what
+breaks a promise: a crash of the caller on a signal, a hang, a traceback, an internal error (exit 70 / a
+non-onegraph exception), memory exhaustion, a modified input, an open of a file outside the model's folder.
 
 Mutates the fuzz seeds (``onegraph.check.fuzz.seed_models``) plus a real model onegraph builds (the bundled
 penguins pipeline), checks every mutant with ``check_many`` (two checking processes, each reused from mutant
@@ -9,8 +14,8 @@ Anchor, measured side by side in the same run (``_timing.interleaved``): checkin
 the isolated checker vs running the same four stages in this process (safe only because the seeds are
 valid) - the cost of isolation per model.
 
-Run: ``python bench/fuzz.py [--cases 10000] [--seed 1] [--workers 2] [--out DIR]``
-(``--out`` keeps a copy of each mutant whose check crashed or hit a limit.)
+Run: ``python bench/fuzz.py [--cases 10000] [--seed 1] [--workers 2] [--checker-cases 12000] [--out DIR]``
+(``--out`` keeps a copy of each mutant that broke a promise or whose check crashed or hit a limit.)
 """
 
 from __future__ import annotations
@@ -72,18 +77,31 @@ def isolation_overhead(seeds: dict[str, bytes], rounds: int) -> dict[str, float]
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--cases", type=int, default=10_000)
+    ap.add_argument("--cases", type=int, default=10_000, help="cases of the command campaign")
+    ap.add_argument("--checker-cases", type=int, default=0, help="mutants checked by the checker alone too")
+    ap.add_argument("--timeout", type=float, default=120.0, help="seconds before a case counts as a hang")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--rounds", type=int, default=5, help="interleaved rounds of the isolation anchor")
     ap.add_argument("--out", type=Path, help="folder to copy the mutants whose check crashed into")
     args = ap.parse_args()
 
+    from onegraph.campaign.supervisor import FAILURES, run
+
+    report = run(args.cases, seed=args.seed, runners=args.workers, timeout=args.timeout, keep=args.out,
+                 progress=True)
+    print(f"command campaign: {len(report.by_target)} targets, {args.workers} runner processes (seed {args.seed})")
+    print(report)
+    print("targets met: " + ("yes" if not any(report.outcomes[k] for k in FAILURES) else "NO") +
+          " (0 crashes, hangs, tracebacks, internal errors, memory, modified inputs, reads outside)")
+    if not args.checker_cases:
+        return
+
     seeds = fuzz.seed_models()
     seeds["penguins"] = penguins_model()
     folder = Path(tempfile.mkdtemp(prefix="onegraph-fuzz-"))
     (folder / "weights.bin").write_bytes(np.arange(6, dtype=np.float32).tobytes())
-    result = fuzz.campaign(args.cases, seed=args.seed, workers=args.workers, folder=folder, seeds=seeds)
+    result = fuzz.campaign(args.checker_cases, seed=args.seed, workers=args.workers, folder=folder, seeds=seeds)
 
     print(f"{result.cases:,} mutants of {len(seeds)} seeds (seed {args.seed}), {args.workers} checking processes")
     print(f"  {result.seconds:.1f} s, {result.rate:.0f} cases/s; clean {result.clean:,}")
@@ -95,7 +113,7 @@ def main() -> None:
     if args.out and result.contained:
         args.out.mkdir(parents=True, exist_ok=True)
         wanted = {label for label, _ in result.contained}
-        for label, data in fuzz.cases(args.cases, seed=args.seed, seeds=seeds):
+        for label, data in fuzz.cases(args.checker_cases, seed=args.seed, seeds=seeds):
             if label in wanted:
                 (args.out / f"case-{label.split()[1]}.onnx").write_bytes(data)
         print(f"  reproducers written to {args.out}")

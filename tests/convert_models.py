@@ -130,3 +130,33 @@ def penguins_pipeline() -> tuple[bytes, pd.DataFrame, np.ndarray]:
 def opset_of(model: bytes | onnx.ModelProto) -> int:
     proto = model if isinstance(model, onnx.ModelProto) else onnx.load_from_string(model)
     return next(o.version for o in proto.opset_import if o.domain in ("", "ai.onnx"))
+
+
+@functools.cache
+def torch_layers(exporter: str) -> tuple[bytes, dict[str, np.ndarray], list[np.ndarray]]:
+    """The operators whose inputs became attributes, as torch 2.13 exports them: mean (ReduceMean, with
+    ``noop_with_empty_axes`` from the dynamo exporter), sum, clamp (Clip), pad (Pad), split, squeeze /
+    unsqueeze and nearest interpolation (Resize with an empty ``roi``). ``exporter``: ``torchscript``
+    (opset 13) or ``dynamo`` (its default opset). Returns (model, inputs, torch's outputs)."""
+    import torch
+
+    class Layers(torch.nn.Module):
+        def forward(self, x):
+            m = x.mean(dim=-1, keepdim=True)
+            s = x.sum(dim=(1, 2))
+            c = torch.clamp(x, -0.5, 0.5)
+            p = torch.nn.functional.pad(x, (1, 2))
+            a, b = torch.split(x, [1, 3], dim=-1)
+            u = torch.nn.functional.interpolate(x.unsqueeze(1), scale_factor=2.0, mode="nearest").squeeze(1)
+            return m, s, c, p, a + 1, b, u
+
+    torch.manual_seed(0)
+    x = torch.randn(2, 3, 4)
+    with torch.no_grad():
+        expected = [t.numpy() for t in Layers()(x)]
+    if exporter == "torchscript":
+        return _torch_export(Layers(), x, 13), {"x": x.numpy()}, expected
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        program = torch.onnx.export(Layers(), (x,), dynamo=True, verbose=False, input_names=["x"])
+    return program.model_proto.SerializeToString(), {"x": x.numpy()}, expected

@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
+
+import cli_run
 
 CORPUS = Path(__file__).parent / "data" / "malformed"
 DATA = Path(__file__).parent / "data"
 
 
-def run(*args: str) -> subprocess.CompletedProcess:
-    """The real command line, in its own process."""
-    return subprocess.run([sys.executable, "-m", "onegraph.cli", *args], capture_output=True, text=True, timeout=300)
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """The command line, in this process (tests/cli_run.py)."""
+    return cli_run.run(*args, cwd=cwd)
 
 
 def test_clean_model_exits_0(cli):

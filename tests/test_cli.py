@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
+import cli_run
 import pytest
 
 DATA = Path(__file__).parent / "data"
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "onegraph.cli", *args], capture_output=True, text=True,
-                          cwd=cwd, timeout=600)
+    """The command line, in this process (tests/cli_run.py)."""
+    return cli_run.run(*args, cwd=cwd)
 
 
 def test_quickstart_builds_checks_and_times(tmp_path):

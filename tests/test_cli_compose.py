@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import cli_run
 import pytest
 
 DATA = Path(__file__).parent / "data"
 
 
-def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "onegraph.cli", *args], capture_output=True, text=True, timeout=600)
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """The command line, in this process (tests/cli_run.py)."""
+    return cli_run.run(*args, cwd=cwd)
 
 
 def test_build_with_a_weighted_ensemble(tmp_path):

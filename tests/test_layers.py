@@ -27,6 +27,7 @@ FLOORS = {
     "convert": 7, "export": 7,
     "spark": 8, "media": 8, "serve": 8,
     "cli": 9,
+    "campaign": 10,
 }
 
 
@@ -176,3 +177,28 @@ def test_scoring_show_and_check_load_no_fitting_stack(code, tmp_path, penguins_o
     assert done.returncode == 0, done.stderr[-2000:]
     loaded = json.loads(done.stdout.strip().splitlines()[-1])
     assert loaded == [], f"loaded {loaded}"
+
+
+def test_a_scikit_learn_pipeline_builds_in_a_fresh_interpreter():
+    """scikit-learn's transformers get their emitters from onegraph.frame's modules: building a pipeline of
+    scikit-learn objects alone, in an interpreter that never imported onegraph.frame, must find them (once,
+    scoring imported onegraph.frame and hid that the export did not)."""
+    program = """
+import onegraph
+from onegraph.datasets import load_penguins
+from sklearn.compose import ColumnTransformer
+from sklearn.impute import SimpleImputer
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import OneHotEncoder, StandardScaler
+df = load_penguins().dropna(subset=["species"])
+y = df.pop("species")
+pipe = make_pipeline(ColumnTransformer([
+    ("num", make_pipeline(SimpleImputer(), StandardScaler()), ["bill_length_mm", "body_mass_g"]),
+    ("cat", make_pipeline(SimpleImputer(strategy="most_frequent"), OneHotEncoder(handle_unknown="ignore")),
+     ["island", "sex"])]), LogisticRegression(max_iter=500)).fit(df, y)
+onegraph.build(pipe, None, df)
+print("built")
+"""
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "built" in done.stdout, done.stderr[-1500:]

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import subprocess
-import sys
 
 import onnx
 import onnx_ir as ir
@@ -84,9 +82,7 @@ def test_fuse_prints_each_rules_matches(tmp_path):
 
 
 def test_errors_are_one_line(encoder_file, tmp_path):
-    def run(*args):
-        return subprocess.run([sys.executable, "-m", "onegraph.cli", *map(str, args)], capture_output=True,
-                              text=True, timeout=600)
+    from cli_run import run
 
     result = run("functions", "inline", encoder_file, "--only", "torch.nn:LSTM", "-o", tmp_path / "x.onnx")
     assert result.returncode == 1 and result.stderr.startswith("error: no function of the model matches")

@@ -3,8 +3,6 @@ the model's stored zone: by ``onegraph score`` on a CSV, by ``read_table``, and 
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -42,9 +40,9 @@ def test_cli_scores_a_csv_whose_offsets_differ(weather, tmp_path):
     onegraph.build(make_pipeline(ct, lr), None, rows, path=tmp_path / "m.onnx")
     rows.to_csv(tmp_path / "rows.csv", index=False)
     assert {t[-6:] for t in pd.read_csv(tmp_path / "rows.csv")["ts"]} == {"+01:00", "+02:00"}
-    result = subprocess.run([sys.executable, "-m", "onegraph.cli", "score", str(tmp_path / "m.onnx"),
-                             str(tmp_path / "rows.csv"), "-o", str(tmp_path / "s.csv")],
-                            capture_output=True, text=True, timeout=600)
+    from cli_run import run
+
+    result = run("score", tmp_path / "m.onnx", tmp_path / "rows.csv", "-o", tmp_path / "s.csv")
     assert result.returncode == 0, result.stderr
     got = pd.read_csv(tmp_path / "s.csv")
     assert (got["label"].to_numpy() == lr.predict(x)).all()

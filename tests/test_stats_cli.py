@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import numpy as np
 import onnx
@@ -83,9 +81,9 @@ def test_errors_print_one_line(tmp_path):
     model, _ = cnn()
     (tmp_path / "cnn.onnx").write_bytes(model)
     np.savez(tmp_path / "bad.npz", image=np.zeros((2, 1, 8, 8), np.float32))
-    result = subprocess.run([sys.executable, "-m", "onegraph.cli", "stats", str(tmp_path / "cnn.onnx"), "--data",
-                             str(tmp_path / "bad.npz"), "-o", str(tmp_path / "o.onnx")],
-                            capture_output=True, text=True, timeout=300)
+    from cli_run import run
+
+    result = run("stats", tmp_path / "cnn.onnx", "--data", tmp_path / "bad.npz", "-o", tmp_path / "o.onnx")
     assert result.returncode == 1
     assert result.stderr.strip().startswith("error: column 'x' is required") and "Traceback" not in result.stderr
     assert not (tmp_path / "o.onnx").exists()

@@ -3,13 +3,26 @@
 Every file onegraph writes goes to a temporary file in the target folder first and is renamed into place,
 so a crash or a full disk never leaves a half-written model or table behind, and an existing file is
 replaced only by a complete one.
+
+A writer killed outright (``kill -9``, the OOM killer, power loss) leaves its temporary file
+``.NAME.XXXXXXXX.tmp`` next to ``NAME``. The next write to ``NAME`` removes such leftovers of ``NAME``'s own
+pattern, and only the stale ones: each writer holds an exclusive ``flock`` on its temporary file for as long
+as it writes, and the kernel drops the lock when the process dies however it dies, so a leftover is a file
+of the pattern whose lock can be taken. A lock, not an age, tells a dead writer from a slow one (a large
+model on a slow disk, a paused process, a clock that differs on a network folder). Files younger than
+:data:`STALE_AFTER` seconds are left alone whatever their lock: that covers the instant between a writer
+creating its file and locking it, and writers without the lock (another program, an older onegraph).
+Without ``fcntl`` (Windows) nothing is removed.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
+import stat
 import tempfile
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,12 +31,24 @@ import pandas as pd
 
 from onegraph.errors import DataError, OnegraphError
 
-__all__ = ["atomic_path", "check_output_path", "write_bytes", "save_model", "read_table", "write_table"]
+__all__ = ["atomic_path", "check_output_path", "write_bytes", "save_model", "read_table", "write_table",
+           "remove_stale_temporaries", "STALE_AFTER"]
+
+#: seconds since its last change before an unlocked temporary file counts as a dead writer's leftover
+STALE_AFTER = 60.0
 
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path next to ``path``; on success rename it to ``path`` (atomic on POSIX)."""
+    """Yield a temporary path ``.NAME.XXXXXXXX.tmp`` next to ``path``; on success rename it to ``path``
+    (atomic on POSIX); on failure remove it. The temporary file is locked (``flock``) while the caller
+    writes, and leftovers of ``NAME`` from writers that were killed are removed first (module docstring).
+
+    Raises
+    ------
+    OnegraphError
+        naming the file, when it cannot be written (see :func:`check_output_path`, or the OS error).
+    """
     target, folder = check_output_path(path)
     # the file keeps the mode it had, or gets the one a plain open() would give (mkstemp makes 0600)
     try:
@@ -36,9 +61,10 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
     except OSError as exc:
         raise OnegraphError(f"cannot write {target}: {exc.strerror}") from None
-    os.close(fd)
     tmp_path = Path(tmp)
     try:
+        _lock(fd)  # held until the file is renamed or removed: this writer is alive
+        remove_stale_temporaries(target, keep=tmp_path)
         yield tmp_path
         os.chmod(tmp_path, mode)
         os.replace(tmp_path, target)
@@ -47,6 +73,68 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
+        os.close(fd)
+
+
+def _lock(fd: int) -> bool:
+    """Take an exclusive ``flock`` on ``fd`` (waiting, briefly, for a cleaner that is testing it); False
+    without ``fcntl``."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no advisory locks, no clean-up
+        return False
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return True
+
+
+def _temporaries(target: Path) -> re.Pattern:
+    """The names :func:`atomic_path` gives temporary files of ``target`` (``tempfile.mkstemp``: 8 characters
+    of ``[a-z0-9_]`` between the prefix and the suffix)."""
+    return re.compile(rf"\.{re.escape(target.name)}\.[a-z0-9_]{{8}}\.tmp")
+
+
+def remove_stale_temporaries(target: Path, *, keep: Path | None = None, now: float | None = None) -> list[Path]:
+    """Remove the temporary files of ``target``'s own pattern that no live writer holds: regular files
+    ``.NAME.XXXXXXXX.tmp`` next to ``target``, unchanged for :data:`STALE_AFTER` seconds or more, whose
+    ``flock`` this process can take. ``keep`` (this writer's own file), other names, folders and links are
+    never touched; a file that cannot be inspected or removed is skipped. Returns the files removed."""
+    try:
+        import fcntl
+    except ImportError:
+        return []
+    pattern = _temporaries(target)
+    folder = target.parent if str(target.parent) else Path(".")
+    now = time.time() if now is None else now
+    removed = []
+    try:
+        names = [n for n in os.listdir(folder) if pattern.fullmatch(n)]
+    except OSError:
+        return []
+    for name in names:
+        path = folder / name
+        if keep is not None and path == keep:
+            continue
+        try:
+            info = os.lstat(path)
+            if not stat.S_ISREG(info.st_mode) or now - info.st_mtime < STALE_AFTER:
+                continue
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held: a writer is at work on it
+            os.close(fd)
+            continue
+        try:
+            if os.path.samestat(os.fstat(fd), os.lstat(path)):  # still the file we locked
+                os.unlink(path)
+                removed.append(path)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+    return removed
 
 
 def check_output_path(path: str | os.PathLike) -> tuple[Path, Path]:
@@ -89,7 +177,8 @@ def read_table(path: str | os.PathLike, *, dtypes: dict[str, str] | None = None,
     Raises
     ------
     DataError
-        for a missing, empty or unparseable file, or an unknown extension.
+        for a missing, empty or unparseable file, an unknown extension, or a CSV header that names a column
+        twice (naming it).
     """
     p = Path(path)
     if not p.exists():
@@ -133,6 +222,7 @@ def _sniff_delimiter(p: Path) -> str | None:
 def _read_csv(p: Path, kinds: dict[str, str], zones: dict[str, str], sep: str) -> pd.DataFrame:
     from onegraph.contract.feeds import parse_datetime_text
 
+    _refuse_repeated_names(p, sep)
     header = pd.read_csv(p, nrows=0, sep=sep).columns
     dtype = {c: "str" for c in header if kinds.get(str(c)) == "string"}
     parse = [c for c in header if kinds.get(str(c)) == "datetime"]
@@ -142,6 +232,18 @@ def _read_csv(p: Path, kinds: dict[str, str], zones: dict[str, str], sep: str) -
     if frame.shape[1] == 0:
         raise DataError(f"data file {p} has no columns")
     return frame
+
+
+def _refuse_repeated_names(p: Path, sep: str) -> None:
+    """DataError naming the first column name the header repeats: pandas would rename the second ``a.1``,
+    and a model's column ``a`` would silently take the first."""
+    raw = pd.read_csv(p, nrows=1, header=None, sep=sep, dtype=str, keep_default_na=False).iloc[0].tolist()
+    seen: set[str] = set()
+    for i, name in enumerate(raw):
+        if name in seen and name != "":  # unnamed columns (a written index) pandas names "Unnamed: <i>"
+            raise DataError(f"data file {p}: column name {name!r} appears more than once in the header (again as "
+                            f"column {i + 1})", hint="rename or drop the repeated column")
+        seen.add(name)
 
 
 def write_table(frame: pd.DataFrame, path: str | os.PathLike) -> None:

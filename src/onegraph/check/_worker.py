@@ -2,12 +2,16 @@
 
 Started by :class:`onegraph.check.sandbox.Worker` (``python -m onegraph.check._worker``). Protocol: each
 request is one JSON line (``stages``, ``folder``, ``limits``, ``size``) followed by ``size`` bytes of model;
+or a native call (``call``: ``infer_shapes`` / ``check_model`` / ``convert_version``, ``options``, ``limits``,
+``size``, then the model), answered by ``{"result": n}`` and ``n`` bytes of the resulting model, or
+``{"error": type, "message": ...}`` (see :mod:`onegraph.check.native`);
 the answer is JSON lines: ``{"stage": s}`` when a stage starts, ``{"finding": {...}}`` for each finding,
 ``{"files": [...]}`` after the static stage (the external data files the model reads),
 ``{"end": s, "status": ...}`` when it ends, ``{"done": 1}`` after the last. JSON, not pickle: the calling
 process must never execute what this process, which handles untrusted bytes, sends back.
 
-Before each model the process caps its own address space (``RLIMIT_AS``: current size + ``memory``), CPU
+Before each model the process caps its own address space (``RLIMIT_AS``: current size + ``memory``; before each
+stage, lower: what the file's size or the model's declarations justify, :func:`onegraph.check.stages.budget`), CPU
 time (``RLIMIT_CPU``) and file size (``RLIMIT_FSIZE``), and lifts the caps afterwards; core dumps are off.
 Stdout is kept for the protocol: native libraries that print write to stderr instead.
 
@@ -29,6 +33,7 @@ def main() -> None:
     sys.dont_write_bytecode = True
     import onnx  # noqa: F401 - loaded before the limits apply, so they measure the model's check only
     import onnx.checker  # noqa: F401
+    import onnx.reference  # noqa: F401 - the static stage folds constants with it
     import onnx.shape_inference  # noqa: F401
     import onnxruntime  # noqa: F401
 
@@ -43,6 +48,10 @@ def main() -> None:
     def send(obj: dict) -> None:
         protocol.write(json.dumps(obj).encode() + b"\n")
 
+    def send_result(result: bytes) -> None:
+        protocol.write(json.dumps({"result": len(result)}).encode() + b"\n")
+        protocol.write(result)
+
     send({"ready": 1, "pid": os.getpid(), "enforced": limits.enforced})
     stdin = sys.stdin.buffer
     while True:
@@ -51,6 +60,18 @@ def main() -> None:
             return
         request = json.loads(line)
         data = stdin.read(request["size"])
+        if "call" in request:  # one of onnx's native functions on a model derived in the calling process
+            limits.apply(request["limits"])
+            try:
+                send_result(native_call(request["call"], data, request.get("options") or {}))
+            except MemoryError:
+                send({"error": "MemoryError", "message": "ran out of memory"})
+            except Exception as exc:  # onnx's own exception types: the caller raises them again
+                send({"error": type(exc).__name__, "message": str(exc)[:4000]})
+            finally:
+                del data
+                limits.lift()
+            continue
         memory = int(request["limits"]["memory"])
         state = stages.State(data, request.get("folder"), memory)
         limits.apply(request["limits"])
@@ -58,12 +79,14 @@ def main() -> None:
             for stage in request["stages"]:
                 send({"stage": stage})
                 try:
+                    limits.memory(stages.budget(stage, state))
                     if fault.startswith(stage + ":"):
                         _fail(fault.split(":", 1)[1])
                     status, found = stages.run_stage(stage, state)
                 except MemoryError:
                     status = "findings"
-                    found = [Finding("C004", f"ran out of memory (limit {memory:,} bytes)", "process", stage=stage)]
+                    found = [Finding("C004", f"ran out of memory (limit {state.budget:,} bytes for this stage)",
+                                     "process", stage=stage)]
                 for f in found:
                     send({"finding": f.to_dict()})
                 if stage == "static" and state.files:
@@ -73,6 +96,26 @@ def main() -> None:
             del state, data
             limits.lift()
         send({"done": 1})
+
+
+def native_call(name: str, data: bytes, options: dict) -> bytes:
+    """Run onnx's native function ``name`` on the model ``data``; the resulting model's bytes (or none)."""
+    import onnx
+    import onnx.checker
+    import onnx.shape_inference
+    import onnx.version_converter
+
+    if name == "infer_shapes":
+        return onnx.shape_inference.infer_shapes(
+            data, check_type=bool(options.get("check_type")), strict_mode=bool(options.get("strict_mode")),
+            data_prop=bool(options.get("data_prop"))).SerializeToString()
+    if name == "check_model":
+        onnx.checker.check_model(data, full_check=bool(options.get("full_check")))
+        return b""
+    if name == "convert_version":
+        return onnx.version_converter.convert_version(onnx.ModelProto.FromString(data),
+                                                      int(options["target"])).SerializeToString()
+    raise ValueError(f"unknown native call {name!r}")
 
 
 class _Limits:
@@ -96,11 +139,18 @@ class _Limits:
         r = self.resource
         if r is None:
             return
+        #: the address space the whole check may reach: the process's size now + the memory limit
+        self.cap = _address_space() + int(limits["memory"])
         if "memory" in self.enforced:
-            self._soft(r.RLIMIT_AS, _address_space() + int(limits["memory"]))
+            self._soft(r.RLIMIT_AS, self.cap)
         used = sum(os.times()[:2])
         self._soft(r.RLIMIT_CPU, int(used + float(limits["cpu"])) + 1)
         self._soft(r.RLIMIT_FSIZE, int(limits["fsize"]))
+
+    def memory(self, budget: int) -> None:
+        """Cap the address space at its current size + ``budget`` (a stage's share), never above the check's cap."""
+        if self.resource is not None and "memory" in self.enforced:
+            self._soft(self.resource.RLIMIT_AS, min(self.cap, _address_space() + int(budget)))
 
     def lift(self) -> None:
         r = self.resource

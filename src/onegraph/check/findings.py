@@ -28,7 +28,8 @@ CODES: dict[str, tuple[str, str, str]] = {
     "C001": ("not-a-model", ERROR, "the bytes do not parse as an ONNX ModelProto (truncated, corrupt, other format)"),
     "C002": ("no-graph", ERROR, "the model holds no graph"),
     "C003": ("crash", ERROR, "native code crashed (segfault, abort, ...) while checking; the stage is named"),
-    "C004": ("memory-limit", ERROR, "checking the model needed more memory than the limit"),
+    "C004": ("memory-limit", ERROR, "checking the model needed more memory than the limit (or than what the file "
+                                    "size and the model's declared tensors and nodes justify)"),
     "C005": ("time-limit", ERROR, "checking the model took more CPU or wall time than the limit"),
     "C006": ("file-size-limit", ERROR, "native code tried to write a file larger than the limit"),
     "C007": ("invalid-utf8", ERROR, "a name or other string field holds bytes that are not UTF-8"),
@@ -51,6 +52,7 @@ CODES: dict[str, tuple[str, str, str]] = {
     "C204": ("exceeds-memory", ERROR, "a tensor, or an allocation a constant shape asks for, exceeds the memory limit"),
     "C205": ("typed-data-count", ERROR, "the number of values in a typed data field does not match dims"),
     "C206": ("bad-dtype", ERROR, "a tensor's data type is undefined or unknown"),
+    "C207": ("attribute-empty", ERROR, "an attribute declares a tensor, graph or type and holds none"),
     # graph structure
     "C301": ("input-count", ERROR, "a node's inputs do not match its operator schema (count, or a required one empty)"),
     "C302": ("output-count", ERROR, "a node's outputs do not match its operator schema"),
@@ -64,6 +66,13 @@ CODES: dict[str, tuple[str, str, str]] = {
     "C310": ("attribute-missing", ERROR, "a required attribute is missing"),
     "C311": ("attribute-value", ERROR, "an attribute value outside what its operator accepts"),
     "C312": ("input-rank", ERROR, "an input of a rank its operator cannot take"),
+    "C313": ("axis-range", ERROR, "an axis (attribute or constant input) outside the rank of the input it indexes, "
+                                  "or a constant index outside the dim it indexes"),
+    "C314": ("rank-mismatch", ERROR, "inputs whose ranks the operator requires to agree do not (Concat inputs, "
+                                     "GatherND batch_dims, GatherElements, Transpose perm)"),
+    "C315": ("shape-mismatch", ERROR, "dimensions known from constants or declared shapes that make a node "
+                                      "invalid (broadcasting, Concat, GatherND batch and index dims, Reshape "
+                                      "element count, MatMul inner dims)"),
     # operators and versions
     "C401": ("opset-unsupported", ERROR, "an opset version onnxruntime does not support"),
     "C402": ("no-kernel", ERROR, "onnxruntime has no implementation of the operator at this opset"),
@@ -74,6 +83,11 @@ CODES: dict[str, tuple[str, str, str]] = {
     "C501": ("checker", ERROR, "onnx.checker (full_check) rejects the model"),
     "C502": ("shape-inference", ERROR, "ONNX shape inference rejects the model"),
     "C503": ("runtime-refused", ERROR, "onnxruntime refuses to open the model"),
+    # what the other commands read beside the graph
+    "C601": ("metadata-invalid", ERROR, "an org.onegraph.* metadata value the schema refuses (the key is named): "
+                                        "the commands that read it refuse the model"),
+    "C602": ("input-too-large", WARNING, "a graph input whose fixed dims need more than the memory limit in any "
+                                         "feed: no feed can be generated or scored"),
     # could not check (exit code 2)
     "C901": ("unreadable", ERROR, "the model file cannot be read"),
     "C902": ("too-large", ERROR, "the model is larger than the memory limit allows to check"),
@@ -89,17 +103,21 @@ def blocks(finding: Finding, purpose: str) -> bool:
     """Whether ``finding`` keeps a model from being used for ``purpose`` in the calling process.
 
     ``run`` (an onnxruntime session): every error except onnx's own verdicts on validity (C501, C502):
-    onnxruntime decides whether it opens the model (C503). ``load`` (parse it, run onnx code such as shape
-    inference or the converter on it): only what makes native code reading the model unsafe: the file and the
-    checking process (C00x: a crash or an exhausted limit there would happen here too), external data (C10x)
-    and stored tensors inconsistent with their dims or types (C20x). A model that is merely invalid (a
-    missing attribute, an unknown operator) can still be shown, inspected and converted: the checking process
-    has parsed it and run onnx's checker and shape inference on it without crashing.
+    onnxruntime decides whether it opens the model (C503), and except what the other commands read beside the
+    graph (C6xx: a malformed metadata key makes the reader that needs it raise a ``MetadataError`` naming the
+    key, and ``onegraph meta set`` must still be able to repair it). ``load`` (parse it, run onnx code such as
+    shape inference or the converter on it): only what makes native code reading the model unsafe: the file
+    and the checking process (C00x: a crash or an exhausted limit there would happen here too), external data
+    (C10x) and stored tensors inconsistent with their dims or types, or allocations beyond the memory limit
+    (C20x). A model that is merely invalid (a missing attribute, an unknown operator, shapes that disagree:
+    C3xx) can still be shown, inspected and converted: the checking process has parsed it and run onnx's
+    checker and shape inference on it without crashing; onnxruntime is not given it (C313-C315 name what its
+    kernels would index out of bounds).
     """
     if finding.severity != ERROR:
         return False
     if purpose == "run":
-        return finding.code not in ("C501", "C502")
+        return finding.code not in ("C501", "C502") and finding.code[:2] != "C6"
     return finding.code[:2] == "C0" or finding.code[:2] in ("C1", "C2")
 
 

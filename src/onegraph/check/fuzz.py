@@ -129,6 +129,8 @@ class Mutator:
 
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
+        #: where external-data mutations point
+        self.locations = list(LOCATIONS)
         self._field: list[tuple[str, Callable[[onnx.ModelProto], None]]] = [
             ("dims", self.dims), ("dtype", self.dtype), ("raw_data", self.raw_data), ("attribute", self.attribute),
             ("inputs", self.inputs), ("cycle", self.cycle), ("op_type", self.op_type), ("opset", self.opset),
@@ -296,7 +298,7 @@ class Mutator:
             t.ClearField(field)
         t.data_location = TensorProto.EXTERNAL
         del t.external_data[:]
-        t.external_data.add(key="location", value=rng.choice(LOCATIONS))
+        t.external_data.add(key="location", value=rng.choice(self.locations))
         if rng.random() < 0.5:
             t.external_data.add(key="offset", value=str(rng.choice([0, 4, 2**40, -1])))
         if rng.random() < 0.5:

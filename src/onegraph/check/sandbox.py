@@ -157,6 +157,50 @@ class Worker:
         self._proc = None
         return outcome
 
+    def call(self, name: str, data: bytes, options: dict, limits: Limits) -> Outcome | bytes | tuple[str, str]:
+        """Run onnx's native function ``name`` on ``data`` in the checking process: the result's bytes, the
+        ``(exception type, message)`` it raised, or an :class:`Outcome` whose finding says how the process died
+        (crash, limit, wall time).
+
+        Raises :class:`Unavailable` when the process cannot be started.
+        """
+        if not self.alive():
+            self._proc = None
+            self._start()
+        request = {"call": name, "options": options, "limits": limits.to_dict(), "size": len(data)}
+        self._stderr.clear()
+        deadline = time.monotonic() + limits.wall
+        try:
+            self._proc.stdin.write(json.dumps(request).encode() + b"\n")
+            self._proc.stdin.write(data)
+            self._proc.stdin.flush()
+            message = self._message(deadline)
+            if "error" in message:
+                return str(message["error"]), str(message.get("message", ""))
+            return self._bytes(int(message["result"]), deadline)
+        except _Timeout:
+            _kill(self._proc)
+            finding = Finding("C005", f"took longer than the wall-time limit of {limits.wall:g} s", "process",
+                              stage="checker")
+        except (_Died, OSError, ValueError, KeyError):
+            finding = self._death("checker", limits)
+        self._proc = None
+        return Outcome([finding], {}, died_in="checker")
+
+    def _bytes(self, n: int, deadline: float) -> bytes:
+        """The next ``n`` bytes of the process's answer."""
+        fd = self._proc.stdout.fileno()
+        while len(self._buffer) < n:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                raise _Timeout
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                raise _Died
+            self._buffer += chunk
+        out, self._buffer = self._buffer[:n], self._buffer[n:]
+        return out
+
     def _death(self, stage: str | None, limits: Limits) -> Finding:
         proc = self._proc
         try:
@@ -187,6 +231,8 @@ class Worker:
 
     def _message(self, deadline: float) -> dict:
         fd = self._proc.stdout.fileno()
+        if time.monotonic() > deadline:  # also when the answer is already buffered: the wall limit is the limit
+            raise _Timeout
         while b"\n" not in self._buffer:
             remaining = deadline - time.monotonic()
             if remaining <= 0:

@@ -11,9 +11,10 @@ import re
 from typing import Any
 
 from onegraph.check.findings import Finding
+from onegraph.check.limits import stage_memory, stage_need
 from onegraph.check.static.walk import has_external_data
 
-__all__ = ["STAGES", "State", "run_stage"]
+__all__ = ["STAGES", "State", "budget", "run_stage"]
 
 STAGES = ("parse", "static", "checker", "runtime")
 #: external-data findings that keep onnxruntime from opening the model (it would read those files)
@@ -26,24 +27,58 @@ class State:
 
     def __init__(self, data: bytes, folder: str | None, memory: int) -> None:
         self.data, self.folder, self.memory = data, folder, memory
+        #: address space the running stage may add (:func:`onegraph.check.limits.stage_memory`)
+        self.budget = memory
+        #: what the model declares, counted by the static stage: nodes of every body, bytes of stored tensors
+        self.nodes: int | None = None
+        self.tensor_bytes: int | None = None
         self.model: Any = None
+        #: whether the static stage ran in this process (it decides which external files may be read)
+        self.static_done = False
         self.findings: list[Finding] = []
         #: external data files the model reads (locations relative to ``folder``), once the static stage passed
         self.files: list[str] = []
 
 
+def budget(stage: str, state: State) -> int:
+    """Address space ``stage`` may add: what the file's size and the model's declarations justify, within the
+    memory limit (:func:`onegraph.check.limits.stage_memory`). The checking process caps itself at it."""
+    state.budget = stage_memory(stage, state.memory, size=len(state.data), nodes=state.nodes,
+                                tensor_bytes=state.tensor_bytes)
+    return state.budget
+
+
 def run_stage(stage: str, state: State) -> tuple[str, list[Finding]]:
-    """Run ``stage``; returns its status (``ok``, ``findings``, ``skipped``) and its findings."""
+    """Run ``stage``; returns its status (``ok``, ``findings``, ``skipped``) and its findings.
+
+    A stage the model's declared size cannot fit in the memory limit is refused before it runs (C004)."""
     if stage != "parse" and state.model is None:
         return "skipped", []
+    refused = _too_large(stage, state)
+    if refused is not None:
+        state.findings.append(refused)
+        return "findings", [refused]
     try:
         found = _STAGES[stage](state)
     except MemoryError:
-        found = [Finding("C004", f"ran out of memory (limit {state.memory:,} bytes)", "process", stage=stage)]
+        found = [Finding("C004", f"ran out of memory (limit {state.budget:,} bytes for this stage)", "process",
+                         stage=stage)]
     if found is None:
         return "skipped", []
     state.findings.extend(found)
     return ("findings" if found else "ok"), found
+
+
+def _too_large(stage: str, state: State) -> Finding | None:
+    if state.nodes is None or state.tensor_bytes is None:
+        return None
+    need = stage_need(stage, nodes=state.nodes, tensor_bytes=state.tensor_bytes)
+    if need <= state.memory:
+        return None
+    what = "onnxruntime" if stage == "runtime" else "onnx.checker"
+    return Finding("C004", f"the model declares {state.nodes:,} nodes and {state.tensor_bytes:,} bytes of tensors: "
+                   f"{what} needs at least {need:,} bytes for them, more than the memory limit "
+                   f"{state.memory:,}; the {stage} stage was not run", "process", stage=stage)
 
 
 def _parse(state: State) -> list[Finding]:
@@ -56,13 +91,19 @@ def _parse(state: State) -> list[Finding]:
         raise
     except Exception as exc:  # DecodeError, or RuntimeError from upb
         if "alloc failed" in str(exc):  # upb's arena hit the memory limit
+            why = ("" if state.budget >= state.memory else
+                   ", the most a file of this size justifies at upb's cost per message: it holds far more, "
+                   "smaller protobuf messages than a model does (a protobuf bomb)")
             return [Finding("C004", f"parsing {len(state.data):,} bytes ran out of memory (limit "
-                            f"{state.memory:,} bytes)", "process", stage="parse")]
+                            f"{state.budget:,} bytes{why})", "process", stage="parse")]
         return [Finding("C001", f"{len(state.data):,} bytes do not parse as an ONNX model ({_text(exc)})", "file",
                         stage="parse")]
     if not model.HasField("graph"):
         return [Finding("C002", "the model holds no graph", "graph", stage="parse")]
+    from onegraph.check.static.tensors import census
+
     state.model = model
+    state.nodes, state.tensor_bytes = census(model)  # what the later stages' memory scales with
     return []
 
 
@@ -72,6 +113,7 @@ def _static(state: State) -> list[Finding]:
 
     found = [_staged(f, "static") for f in static_findings(state.model, folder=state.folder, memory=state.memory)]
     state.files = external_locations(state.model)
+    state.static_done = True
     return found
 
 
@@ -144,7 +186,8 @@ def _external_blocked(state: State) -> bool:
     """Whether the model's external data must not be read: refused by the static checks, or no folder."""
     if any(f.code in _UNSAFE_FILES for f in state.findings):
         return True  # never let native code read an external-data file the static checks refused
-    return state.folder is None and has_external_data(state.model)
+    # nor one they did not see: after a crash of the static stage, the stages after it run without it
+    return (state.folder is None or not state.static_done) and has_external_data(state.model)
 
 
 _STAGES = {"parse": _parse, "static": _static, "checker": _checker, "runtime": _runtime}

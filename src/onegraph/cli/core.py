@@ -124,7 +124,9 @@ def build(
     train, test, y_train, y_test = train_test_split(frame, y, test_size=test_size, random_state=seed,
                                                     stratify=stratify)
     for column, why in plan.skipped.items():
-        err.print(f"note: column {column!r} left out: {why}")
+        err.print(f"note: column {column!r} left out: {why}", markup=False)
+    for column, what in plan.notes.items():  # values from the data: printed as they are, never as markup
+        err.print(f"note: column {column!r} {what}", markup=False)
     if len(names) > 1 or ensemble:
         from onegraph.cli.compose import build_several
 
@@ -202,7 +204,11 @@ def score(
         missing = [k for k in keep if k not in frame.columns]
         if missing:
             raise OnegraphError(f"--keep column {missing[0]!r} is not in {data}")
-        scores = frame[keep].reset_index(drop=True).join(scores.reset_index(drop=True), rsuffix="_score")
+        import pandas as pd
+
+        clash = {c: f"{c}_score" for c in scores.columns if c in keep}  # an output named as a kept column
+        scores = pd.concat([frame[keep].reset_index(drop=True),
+                            scores.rename(columns=clash).reset_index(drop=True)], axis=1)
     write_table(scores, output)
     rate = len(frame) / elapsed if elapsed > 0 else float("inf")
     out.print(f"wrote {output}: {len(scores)} rows, columns {', '.join(map(str, scores.columns))} "

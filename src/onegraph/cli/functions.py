@@ -22,19 +22,19 @@ OutputOpt = Annotated[Path, typer.Option("-o", "--output", help="Where to write 
 
 def _transform(model: Path, output: Path, change: Callable) -> object:
     """Load ``model``, apply ``change(ir_model)``, check the result and write it atomically to ``output``."""
-    import onnx
-    import onnx_ir as ir
-
-    from onegraph.check.loader import load_model
+    from onegraph.check import irsafe, native
+    from onegraph.check.loader import load_ir
     from onegraph.io import save_model
 
     if output.resolve() == model.resolve():
         raise OnegraphError(f"the output {output} is the input model", hint="write the result to another file")
-    ir_model = ir.from_proto(load_model(model))
+    ir_model = load_ir(model)
     result = change(ir_model)
-    proto = ir.to_proto(ir_model)
+    proto = irsafe.to_proto(ir_model, f"the result of {model}")
     try:
-        onnx.checker.check_model(proto, full_check=True)
+        native.check_model(proto, full_check=True)  # the result is derived from a file: checked there
+    except native.NativeCrash:
+        raise
     except Exception as exc:  # the checker raises ValidationError / InferenceError
         raise OnegraphError(f"the result does not pass the ONNX checker: {exc}",
                             hint="report this model to onegraph; nothing was written") from None
@@ -48,13 +48,12 @@ def list_(
     nodes: Annotated[bool, typer.Option("--nodes", help="Also list the main graph's nodes and their scopes.")] = False,
 ) -> None:
     """List MODEL's model-local functions: calls, body size, inputs and outputs."""
-    import onnx_ir as ir
 
-    from onegraph.check.loader import load_model
+    from onegraph.check.loader import load_ir
     from onegraph.passes import list_functions
     from onegraph.passes.scopes import metadata_chain, name_chain
 
-    ir_model = ir.from_proto(load_model(model))
+    ir_model = load_ir(model)
     infos = list_functions(ir_model)
     if not infos:
         out.print(f"{model}: no model-local functions ({len(ir_model.graph)} nodes in the graph)")

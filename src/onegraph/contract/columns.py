@@ -22,6 +22,11 @@ timedelta64, Arrow duration                            timedelta    int64       
 * the missing string is ``"\\uFFFF"``, a Unicode noncharacter that never occurs in interchanged text, so a
   missing value is never confused with the empty string ``""`` (and it survives C APIs that take
   NUL-terminated strings).
+* an int64 input takes whole numbers from -(2**63 - 1) to 2**63 - 1, converted exactly from any container;
+  ``-2**63`` is the missing integer, so a value that an int64 cannot hold, ``-2**63`` included, is refused
+  naming the column and the row (never scored as missing).
+* ``±inf`` in a float column is a number; where a model gives no answer for it (NaN probabilities), scoring
+  raises an error naming the column and the row (:class:`onegraph.runtime.Session`).
 * object columns are typed by their values (``pandas.api.types.infer_dtype``): strings, numbers, booleans or
   datetimes; a column that mixes them is refused with an error naming it.
 

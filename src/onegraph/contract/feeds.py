@@ -35,8 +35,10 @@ def to_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
     Raises
     ------
     ColumnTypeError
-        when a value cannot be represented: text in a numeric column, a fraction in an integer column,
-        a missing value in a ``bool`` column, a non-text value in a string column, an unparseable date.
+        naming the column (and the row, for values), when a value cannot be represented: text in a numeric
+        column, a fraction or ±inf in an integer column, an integer outside (-2**63, 2**63) (``-2**63`` is the
+        missing integer), a number beyond float32's range for a ``float`` input, a missing value in a ``bool``
+        column, a non-text value in a string column, an unparseable date.
     """
     fast = _fast_feed(spec, values)
     if fast is not None:
@@ -80,7 +82,9 @@ def _fast_feed(spec: ColumnSpec, values: Any) -> np.ndarray | None:
             return None
         exact = _EXACT.get(spec.onnx_type)
         if exact is not None:
-            return values if values.dtype == exact else None
+            if values.dtype != exact or (spec.kind == "int" and _holds_int64_min(values)):
+                return None  # the general path converts, or refuses the reserved INT64_MIN
+            return values
         if values.dtype == object and len(values) <= 16:
             return _small_texts(values)
         return None
@@ -95,6 +99,12 @@ def _fast_feed(spec: ColumnSpec, values: Any) -> np.ndarray | None:
         # one chunk (the usual case) converts in half the time of the chunked array
         return _small_texts(pa_array.chunk(0).to_pylist() if pa_array.num_chunks == 1 else pa_array.to_pylist())
     return None
+
+
+def _holds_int64_min(values: np.ndarray) -> bool:
+    if values.size <= 16:  # single-row scoring: a list is faster than a reduction on a few values
+        return NA_INT64 in values.tolist()
+    return bool(values.min() == NA_INT64)
 
 
 def _small_texts(values: Any) -> np.ndarray | None:
@@ -121,8 +131,9 @@ def single_row_feeds(specs: Sequence[ColumnSpec], record: dict) -> dict[str, np.
         missing = v is None or (t is float and v != v)
         kind = spec.onnx_type
         if kind == "double" or kind == "float":
-            if not (missing or t is float or t is int):
-                return None
+            if not (missing or t is float or t is int) or (t is int and not -2**63 <= v < 2**63) or (
+                    kind == "float" and not missing and abs(v) > _FLOAT32_MAX):
+                return None  # the general path converts or refuses it, naming the column and row
             feeds[spec.name] = np.array([np.nan if missing else v], dtype=NUMPY_TYPES[kind])
         elif kind == "string":
             if not (missing or t is str):
@@ -224,12 +235,43 @@ def _all_missing_feed(spec: ColumnSpec, n: int) -> np.ndarray:
 
 
 def _float_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
+    """Numbers as double (or float for a ``float`` input): any numeric dtype, numbers as text, object
+    columns of numbers; missing as NaN. ``±inf`` is a number and passes (see :class:`~onegraph.runtime.Session`
+    for the rows a model cannot score).
+
+    Raises ColumnTypeError naming the row for text that is not a number, a Python int beyond the double
+    range, or a value beyond float32's range for a ``float`` input (it would become inf)."""
+    return _narrowed(spec, _doubles(spec, values))
+
+
+#: the largest finite float32
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def _narrowed(spec: ColumnSpec, values: np.ndarray) -> np.ndarray:
+    """``values`` (any real dtype) as the input's float type; a finite value that float32 cannot hold is refused."""
     target = spec.numpy_dtype
+    if target is np.float64 or values.dtype == target:
+        return values.astype(target, copy=False)
+    with np.errstate(over="ignore"):
+        out = values.astype(target)
+    if values.dtype.kind == "f":
+        over = np.isinf(out) & np.isfinite(values)
+        if over.any():
+            row = int(np.flatnonzero(over)[0])
+            raise ColumnTypeError(spec.name, f"value {_short(values[row])} at row {row} is beyond the float32 range "
+                                  f"(±{_FLOAT32_MAX:.4g}) of this column", hint="give smaller values, or rebuild "
+                                  "the model from a float64 column")
+    return out
+
+
+def _doubles(spec: ColumnSpec, values: Any) -> np.ndarray:
+    """The column as a real numpy array (float64, or the values' own real dtype), missing as NaN."""
     if isinstance(values, np.ndarray):
         if values.dtype.kind in "fiub":
-            return values.astype(target, copy=False)
+            return values
         if values.dtype.kind == "O":
-            return _object_to_float(spec, values).astype(target, copy=False)
+            return _object_to_float(spec, values)
         raise ColumnTypeError(spec.name, f"{values.dtype} values in a numeric column", hint=_hint(spec))
     if is_string_dtype(values.dtype) or isinstance(values.dtype, pd.CategoricalDtype):
         # numbers written as text (JSON, a CSV column with one stray value) are read if they all parse
@@ -240,20 +282,38 @@ def _float_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
             row = int(np.flatnonzero(bad)[0])
             raise ColumnTypeError(spec.name, f"text in a numeric column: {text[row]!r} at row {row} is not a number",
                                   hint=_hint(spec))
-        return parsed.astype(target, copy=False)
+        return parsed
     if pd.api.types.is_datetime64_any_dtype(values.dtype) or pd.api.types.is_timedelta64_dtype(values.dtype):
         raise ColumnTypeError(spec.name, f"{values.dtype} values in a numeric column", hint=_hint(spec))
-    return values.to_numpy(dtype=target, na_value=np.nan)
+    return values.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
 def _object_to_float(spec: ColumnSpec, values: np.ndarray) -> np.ndarray:
     try:
         return pd.to_numeric(pd.Series(values, copy=False), errors="raise").to_numpy(dtype=np.float64, na_value=np.nan)
-    except (ValueError, TypeError):
-        ok = [v is None or isinstance(v, (int, float, np.number, bool, np.bool_)) or v is pd.NA for v in values]
-        row = ok.index(False)
-        raise ColumnTypeError(spec.name, f"value {values[row]!r} at row {row} is not a number",
-                              hint=_hint(spec)) from None
+    except (ValueError, TypeError, OverflowError):
+        for row, v in enumerate(values):
+            if _is_missing_scalar(v):
+                continue
+            try:
+                float(v)
+            except OverflowError:
+                raise ColumnTypeError(spec.name, f"value {_short(v)} at row {row} is beyond the double range",
+                                      hint=_hint(spec)) from None
+            except (TypeError, ValueError):
+                raise ColumnTypeError(spec.name, f"value {_short(v)} at row {row} is not a number",
+                                      hint=_hint(spec)) from None
+        raise
+
+
+def _is_missing_scalar(v: Any) -> bool:
+    return v is None or v is pd.NA or v is pd.NaT or (isinstance(v, (float, np.floating)) and v != v)
+
+
+def _short(value: Any) -> str:
+    """``value`` as the user wrote it (numpy scalars as Python's), at most 60 characters."""
+    text = repr(value.item() if isinstance(value, np.generic) else value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _first_bad(values: np.ndarray, ok) -> Any:
@@ -265,32 +325,144 @@ def _first_bad(values: np.ndarray, ok) -> Any:
 
 
 def _int_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
+    """Whole numbers as int64, missing as INT64_MIN: numpy integers / bools / whole floats, nullable
+    ``Int*`` / ``UInt*`` / Arrow integers, object columns of Python or numpy ints (converted exactly, however
+    large), numbers as text.
+
+    Raises ColumnTypeError naming the row for a value that is not a whole number (a fraction, ±inf, text),
+    one outside int64 (``2**63``, ``1e19``, ``1e30``, a uint64 above ``2**63 - 1``), and ``-2**63`` itself,
+    which onegraph reserves for the missing integer."""
     if isinstance(values, np.ndarray):
-        if values.dtype.kind in "iub":
-            if values.dtype == np.uint64 and values.size and values.max() > np.iinfo(np.int64).max:
-                raise ColumnTypeError(spec.name, "value above the int64 range", hint=_hint(spec))
-            return values.astype(np.int64, copy=False)
-        if values.dtype.kind == "O":
-            values = _object_to_float(spec, values)
-        if values.dtype.kind == "f":
+        kind = values.dtype.kind
+        if kind in "iub":
+            return _checked_ints(spec, values)
+        if kind == "f":
             return _float_to_int(spec, values)
+        if kind in "OUS":
+            return _object_to_int(spec, values.astype(object, copy=False))
         raise ColumnTypeError(spec.name, f"{values.dtype} values in an integer column", hint=_hint(spec))
-    if pd.api.types.is_integer_dtype(values.dtype) or pd.api.types.is_bool_dtype(values.dtype):
-        return values.to_numpy(dtype=np.int64, na_value=NA_INT64)
-    if pd.api.types.is_float_dtype(values.dtype):
+    dtype = values.dtype
+    if pd.api.types.is_integer_dtype(dtype) or pd.api.types.is_bool_dtype(dtype):
+        missing = np.asarray(pd.isna(values), dtype=bool)
+        raw = values.to_numpy(dtype=np.uint64 if pd.api.types.is_unsigned_integer_dtype(dtype) else np.int64,
+                              na_value=0)
+        return _checked_ints(spec, raw, missing)
+    if pd.api.types.is_float_dtype(dtype):
         return _float_to_int(spec, values.to_numpy(dtype=np.float64, na_value=np.nan))
+    if is_string_dtype(dtype) or isinstance(dtype, pd.CategoricalDtype):
+        return _object_to_int(spec, np.asarray(values, dtype=object))
     return _int_feed(spec, _float_feed(spec, values))
 
 
+_INT64_MAX = 2**63 - 1
+
+
+def _as_number(value: Any) -> Any:
+    try:
+        return int(value) if isinstance(value, str) else value
+    except ValueError:
+        return value
+
+
+def _int_out_of_range(spec: ColumnSpec, value: Any, row: int) -> ColumnTypeError:
+    """The error for a whole number ``value`` (as given: int, float or text) an int64 input cannot take
+    (INT64_MIN is the missing marker)."""
+    if _as_number(value) == NA_INT64:
+        return ColumnTypeError(spec.name, f"value {NA_INT64} at row {row} is int64's minimum, which onegraph "
+                               "reserves for a missing integer", hint="give missing values as None / pd.NA (a "
+                               f"nullable Int64 column) and numbers from -{_INT64_MAX} to {_INT64_MAX}")
+    return ColumnTypeError(spec.name, f"value {_short(value)} at row {row} is outside the int64 range of this "
+                           "integer column", hint=f"give whole numbers from -{_INT64_MAX} to {_INT64_MAX} (missing "
+                           "as None / pd.NA); larger numbers need a model built from a float column")
+
+
+def _checked_ints(spec: ColumnSpec, raw: np.ndarray, missing: np.ndarray | None = None) -> np.ndarray:
+    """Integer / bool array -> int64, every present value in (-2**63, 2**63); ``missing`` rows become INT64_MIN."""
+    if raw.dtype.kind == "u" and raw.dtype.itemsize == 8 and raw.size:
+        bad = raw > _INT64_MAX
+    elif raw.dtype == np.int64 and raw.size:
+        bad = raw == NA_INT64
+    else:
+        bad = None
+    if bad is not None and missing is not None:
+        bad &= ~missing
+    if bad is not None and bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise _int_out_of_range(spec, int(raw[row]), row)
+    out = raw.astype(np.int64, copy=False)
+    if missing is not None and missing.any():
+        out = out if out is not raw else out.copy()
+        out[missing] = NA_INT64
+    return out
+
+
 def _float_to_int(spec: ColumnSpec, values: np.ndarray) -> np.ndarray:
+    """float64 array (NaN missing) -> int64: whole values strictly inside (-2**63, 2**63)."""
     missing = np.isnan(values)
-    finite = values[~missing]
-    if finite.size and (not np.all(np.isfinite(finite)) or np.any(finite != np.round(finite))):
-        bad = finite[(~np.isfinite(finite)) | (finite != np.round(finite))][0]
-        raise ColumnTypeError(spec.name, f"value {bad!r} is not a whole number", hint=_hint(spec))
+    with np.errstate(invalid="ignore"):
+        whole = np.isfinite(values) & (values == np.round(values))
+        inside = (values > -2.0**63) & (values < 2.0**63)
+    bad = ~missing & ~(whole & inside)
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        v = values[row]
+        if not whole[row]:
+            raise ColumnTypeError(spec.name, f"value {_short(v)} at row {row} is not a whole number", hint=_hint(spec))
+        raise _int_out_of_range(spec, v, row)
     out = np.where(missing, 0, values).astype(np.int64)
     out[missing] = NA_INT64
     return out
+
+
+def _object_to_int(spec: ColumnSpec, values: np.ndarray) -> np.ndarray:
+    """Object values (Python / numpy ints of any size, whole floats, numbers as text, bools; missing as None /
+    NaN / pd.NA) -> int64, exactly: pandas' vectorized parse where it is exact, else value by value."""
+    missing = np.asarray(pd.isna(values), dtype=bool)
+    rows = np.flatnonzero(~missing)
+    out = np.full(len(values), NA_INT64, dtype=np.int64)
+    present = values[rows]
+    try:
+        parsed = pd.to_numeric(pd.Series(present, copy=False), errors="raise").to_numpy()
+    except (ValueError, TypeError, OverflowError):
+        parsed = None
+    # every int is exact in int64 / uint64; in float64 below 2**53: then whole and in range is all to check
+    exact = parsed is not None and (parsed.dtype.kind in "iub" or (
+        parsed.dtype == np.float64 and not np.any(np.abs(parsed) >= 2.0**53)))
+    if exact:
+        try:
+            out[rows] = _checked_ints(spec, parsed) if parsed.dtype.kind in "iub" else _float_to_int(spec, parsed)
+            return out
+        except ColumnTypeError:
+            pass  # found again below, with its row in the column
+    for k, v in zip(rows.tolist(), present):
+        n = _exact_int(spec, v, k)
+        if not -2**63 < n < 2**63:
+            raise _int_out_of_range(spec, v, k)
+        out[k] = n
+    return out
+
+
+def _exact_int(spec: ColumnSpec, v: Any, row: int) -> int:
+    """One present value as a Python int, exactly, or ColumnTypeError naming ``row``."""
+    if isinstance(v, (bool, np.bool_, int, np.integer)):
+        return int(v)
+    number = v
+    if isinstance(v, str):
+        try:
+            return int(v.strip())
+        except ValueError:
+            pass
+        try:
+            number = float(v)
+        except ValueError:
+            raise ColumnTypeError(spec.name, f"value {_short(v)} at row {row} is not a number", hint=_hint(spec)) from None
+    try:
+        whole = number == int(number)
+    except (TypeError, ValueError, OverflowError):  # not a number; inf; NaN was missing
+        whole = False
+    if not whole:
+        raise ColumnTypeError(spec.name, f"value {_short(v)} at row {row} is not a whole number", hint=_hint(spec))
+    return int(number)
 
 
 _TRUE = frozenset({"true", "1"})

@@ -67,7 +67,7 @@ from onegraph.errors import MetadataError
 __all__ = ["PREFIX", "SCHEMA_VERSION", "STANDARD_KEYS", "OutputSchema", "TrainingData", "Lineage",
            "TransferLearning", "PrecisionRegion", "Precision", "ComposedModel", "EnsembleSchema",
            "SequenceSchema", "SequenceSpec", "FederatedRound", "Federated", "ModelMetadata", "FIELDS",
-           "validate", "encode", "decode", "Metadata", "read", "now_rfc3339"]
+           "MAX_DEPTH", "validate", "encode", "decode", "Metadata", "read", "now_rfc3339"]
 
 PREFIX = "org.onegraph."
 SCHEMA_VERSION = 2
@@ -311,27 +311,68 @@ FIELDS: dict[str, str] = {name: info.json_schema_extra["x-onegraph-storage"]
 
 
 # -- one value ------------------------------------------------------------------------------------
+#: deepest nesting of lists and dicts a JSON field may hold: onegraph's own values nest 5 levels at most;
+#: anything deeper would make the code that prints or walks a value (``show``, rich, ``json.dumps``)
+#: recurse past Python's limit, so it is refused here, where every reader passes
+MAX_DEPTH = 64
+
+
 def validate(key: str, value: Any) -> Any:
     """The typed value of field ``key`` (without prefix), or :class:`MetadataError` naming the key.
 
     ``value`` may be the Python value or, for a JSON field, its JSON text. Unknown keys pass unchanged.
     Returns plain JSON values (str, int, list, dict), with what was given and nothing added.
+
+    Raises :class:`MetadataError` and nothing else, whatever ``value`` holds: invalid JSON, integers of
+    more digits than Python converts, values nested deeper than :data:`MAX_DEPTH`, wrong types, text that
+    is not UTF-8 (``bytes``).
     """
     if key not in FIELDS:
         return value
-    if FIELDS[key] == "json" and isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
-            raise MetadataError(PREFIX + key, f"not valid JSON ({exc})") from None
-    adapter = _adapter(key)
     try:
-        parsed = adapter.validate_python(value, strict=True)
-    except ValidationError as exc:
-        raise MetadataError(PREFIX + key, _reason(exc, nested=False)) from None
+        if isinstance(value, (bytes, bytearray)):
+            raise MetadataError(PREFIX + key, "the value is not UTF-8 text")
+        if FIELDS[key] == "json" and isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError as exc:  # JSONDecodeError, or an integer of too many digits
+                raise MetadataError(PREFIX + key, f"not valid JSON ({_short(exc)})") from None
+        depth = _depth(value)
+        if depth > MAX_DEPTH:
+            raise MetadataError(PREFIX + key, f"nested more than {MAX_DEPTH} levels deep")
+        adapter = _adapter(key)
+        try:
+            parsed = adapter.validate_python(value, strict=True)
+        except ValidationError as exc:
+            raise MetadataError(PREFIX + key, _reason(exc, nested=False)) from None
+        return adapter.dump_python(parsed, mode="json", exclude_unset=True)
+    except MetadataError:
+        raise
     except RecursionError:
         raise MetadataError(PREFIX + key, "nested too deeply to be read") from None
-    return adapter.dump_python(parsed, mode="json", exclude_unset=True)
+    except (TypeError, ValueError, OverflowError, KeyError, AttributeError) as exc:
+        # what a validator or serializer may raise on odd values instead of a ValidationError
+        raise MetadataError(PREFIX + key, f"cannot be read ({type(exc).__name__}: {_short(exc)})") from None
+
+
+def _depth(value: Any) -> int:
+    """How deeply lists and dicts nest in ``value`` (0 for a scalar), without recursing; stops counting past
+    :data:`MAX_DEPTH`."""
+    deepest, todo = 0, [(value, 0)]
+    while todo:
+        item, level = todo.pop()
+        if isinstance(item, (list, tuple, dict)):
+            level += 1
+            deepest = max(deepest, level)
+            if level > MAX_DEPTH:
+                return level
+            todo.extend((v, level) for v in (item.values() if isinstance(item, dict) else item))
+    return deepest
+
+
+def _short(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return text[:200] + ("..." if len(text) > 200 else "")
 
 
 _ADAPTERS: dict[str, TypeAdapter] = {}
@@ -428,12 +469,24 @@ class Metadata:
 
 
 def read(props: Mapping[str, str], only: Sequence[str] | None = None) -> Metadata:
-    """Read ``metadata_props`` (key -> text) without raising: see :class:`Metadata`. ``only``: as :func:`decode`."""
+    """Read ``metadata_props`` (key -> text) without raising: see :class:`Metadata`. ``only``: as :func:`decode`.
+
+    Whatever the keys and values hold (text that is not UTF-8, JSON nested thousands deep, the wrong JSON
+    type), each problem is one :class:`MetadataError` in ``errors``; a value that passes is safe for every
+    reader (``show``, ``score``)."""
     fields: dict[str, Any] = {}
     others: dict[str, str] = {}
     invalid: dict[str, str] = {}
     errors: list[MetadataError] = []
     for key, text in props.items():
+        if isinstance(key, (bytes, bytearray)):  # a key that is not UTF-8, as protobuf hands it back
+            shown = bytes(key).decode("utf-8", "backslashreplace")
+            if shown.startswith(PREFIX):
+                invalid[shown[len(PREFIX):]] = text
+                errors.append(MetadataError(shown, "the key is not UTF-8 text"))
+            else:
+                others[key] = text
+            continue
         if not key.startswith(PREFIX):
             others[key] = text
             continue

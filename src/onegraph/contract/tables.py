@@ -115,10 +115,14 @@ def _pandas_reader(df: pd.DataFrame) -> tuple[int, list[str], ColumnGetter]:
         except KeyError:
             loc = _str_loc(columns, name)
         if not isinstance(loc, int):
-            raise DataError(f"column {name!r} appears more than once in the data", hint="drop the duplicates")
+            raise _repeated(name)
         return get_array(loc) if get_array is not None else df.iloc[:, loc].array
 
     return len(df), columns, get
+
+
+def _repeated(name: str) -> DataError:
+    return DataError(f"column {name!r} appears more than once in the data", hint="drop the duplicates")
 
 
 _SCALARS = (str, bytes, int, float, bool, type(None), np.generic)
@@ -167,10 +171,13 @@ def _mapping_reader(data: Mapping) -> tuple[int, list[str], ColumnGetter]:
 
 def _arrow_reader(table: Any) -> tuple[int, list[str], ColumnGetter]:
     names = table.column_names
+    repeated = {n for n in names if names.count(n) > 1} if len(set(names)) < len(names) else set()
 
     def get(name: str) -> Any:
         if name not in names:
             raise MissingColumnError(name, names)
+        if name in repeated:
+            raise _repeated(name)
         return pd.arrays.ArrowExtensionArray(table.column(name))
 
     return table.num_rows, names, get

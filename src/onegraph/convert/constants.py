@@ -19,7 +19,7 @@ import onnx_ir as ir
 
 __all__ = ["TARGET_DOMAIN", "Constant", "constant_input"]
 
-#: domain of the nodes already rewritten for the target opset during a conversion (see opset_adapters)
+#: domain of the nodes onegraph took across a step while onnx's converter runs on the others (see opset)
 TARGET_DOMAIN = "onegraph.converted"
 
 #: operators whose value depends on more than their inputs: never folded

@@ -35,6 +35,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from onegraph.check import native
 from onegraph.check.loader import load_model
 from onegraph.convert.report import ConversionReport, NodeConversion
 from onegraph.errors import ConversionError, OnegraphError
@@ -198,10 +199,15 @@ def to_low_precision(fp32: onnx.ModelProto, block: list[str], fmt: str, keep_io_
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        m = float16.convert_float_to_float16(copy.deepcopy(fp32), keep_io_types=keep_io_types,
-                                             node_block_list=block, max_finite_val=65504.0,
-                                             min_positive_val=float(np.finfo(np.float16).smallest_subnormal),
-                                             check_fp16_ready=False)
+        try:  # onnxconverter-common runs onnx's shape inference on the model (it passed the check, which did too)
+            m = float16.convert_float_to_float16(copy.deepcopy(fp32), keep_io_types=keep_io_types,
+                                                 node_block_list=block, max_finite_val=65504.0,
+                                                 min_positive_val=float(np.finfo(np.float16).smallest_subnormal),
+                                                 check_fp16_ready=False)
+        except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError) as exc:
+            reason = " ".join(str(exc).split())[:300]
+            raise ConversionError(f"onnxconverter-common cannot convert the model to {fmt}: {reason}",
+                                  hint="check the model with `onegraph check`; nothing was written") from None
     _cast_mixed_inputs(m)
     if keep_io_types:
         _float32_outputs(m, fp32)
@@ -238,7 +244,7 @@ def _float32_outputs(model: onnx.ModelProto, fp32: onnx.ModelProto) -> None:
 
 def _elem_types(model: onnx.ModelProto) -> dict[str, int]:
     try:
-        inferred = onnx.shape_inference.infer_shapes(model)
+        inferred = native.infer_shapes(model)
     except Exception:  # without inference only declared types are known
         inferred = model
     g = inferred.graph
@@ -254,7 +260,7 @@ def _cast_mixed_inputs(model: onnx.ModelProto) -> None:
     new_nodes = []
     for node in model.graph.node:
         schema = _schema(node, model)
-        if schema is not None:
+        if schema is not None and schema.inputs:
             groups: dict[str, list[int]] = {}
             for i, name in enumerate(node.input):
                 if name:

@@ -4,21 +4,23 @@ How a model is converted:
 
 1. Its annotations and metadata are recorded (:mod:`onegraph.convert.preserve`).
 2. Each graph to convert (the main graph, with its subgraphs, and each model-local function's body, wrapped in
-   a model of its own) is checked before onnx's converter runs: a node whose input becomes an attribute at
-   the target opset (Unsqueeze ``axes`` below 13, ``scales`` of Resize...) needs a value known now; one
-   computed from constants or from fixed shapes is folded, one fed at run time is refused with the node and
-   the tensor named (the converter's "input is not in initializer").
-3. ``onnx.version_converter.convert_version`` converts the graph. When it fails for an operator (an
-   adapter it lacks, or "No Previous Version"), the nodes of that operator are rewritten by onegraph's
-   adapter (:mod:`onegraph.convert.opset_adapters`) straight into the target opset, in a private domain the
-   converter leaves alone, and the converter runs again; an operator with no adapter, or a node its adapter
-   cannot express, is refused and named.
-4. Function bodies get their attribute references (which the converter drops) back; nodes of other domains
+   a model of its own) moves one opset at a time. At each step, the nodes whose operator changed there cross
+   the change: with onegraph's step where :mod:`onegraph.convert.opset_adapters` classifies the change
+   (every change between opsets 8 and 21: inputs that become attributes, taken from folded constants and
+   refused, naming the tensor, when only known at run time; negative axes; new modes and attributes...;
+   :mod:`onegraph.convert.steps`), with ``onnx.version_converter`` for the others, over the longest spans
+   of opsets it can take at once (nodes onegraph already took across a step sit in a private domain the
+   converter leaves alone). A node no step can express at the older opset is refused and named, with its
+   operator's two versions and the reason. When onnx's converter has no adapter for an operator the tables
+   do not cover and the definitions differ only in types or in attributes added with defaults, the schema
+   checks convert it.
+3. Function bodies get their attribute references (which the converter drops) back; nodes of other domains
    are listed: ``ai.onnx.ml`` nodes are kept at their own opset (it does not follow the default domain) or,
    with ``ml_opset``, moved to it when their definition is the same there, else refused.
-5. The recorded annotations are put back, the IR version raised if the opset needs it, and the result is
+4. The recorded annotations are put back, the IR version raised if the opset needs it, and the result is
    checked with onnx's checker.
-6. The original and the converted model run in onnxruntime on the same inputs (:mod:`onegraph.verify.feeds`)
+5. The original and the converted model run in onnxruntime on the same inputs (:mod:`onegraph.verify.feeds`)
+   (in onnx's reference evaluator where onnxruntime has no kernel for an old version, e.g. Clip-6 on doubles)
    and every output is compared; a conversion that changes values is refused unless ``accept_diff``.
 
 Nothing is written unless the conversion passed (or ``accept_diff``); the input model is never modified.
@@ -33,34 +35,30 @@ from typing import Any
 import numpy as np
 import onnx
 import onnx_ir as ir
-from onnx import version_converter
 
+from onegraph.check import irsafe, native
 from onegraph.check.loader import load_model
 from onegraph.convert import opset_adapters as adapters
-from onegraph.convert import preserve
-from onegraph.convert.constants import constant_input
-from onegraph.convert.opset_adapters import TARGET_DOMAIN, Context, Refusal, since
+from onegraph.convert import preserve, steps
 from onegraph.convert.report import ConversionReport, NodeConversion
-from onegraph.errors import ConfigError, ConversionError, OnegraphError
+from onegraph.convert.steps import TARGET_DOMAIN, Refusal, schema, since
+from onegraph.errors import (
+    ConfigError,
+    ConversionError,
+    ModelFileError,
+    OnegraphError,
+    RuntimeFailure,
+)
 from onegraph.io import save_model
 from onegraph.verify.feeds import model_feeds
+from onegraph.verify.lowprec import reference_run
 from onegraph.verify.runs import agreement, run
 
-__all__ = ["ML_DOMAIN", "CONSTANT_INPUTS", "default_opset", "convert_opset", "check_opsets", "verify",
+__all__ = ["ML_DOMAIN", "default_opset", "convert_opset", "check_opsets", "verify",
            "convert_graph"]
 
 ML_DOMAIN = "ai.onnx.ml"
 _DEFAULT = ("", "ai.onnx")
-
-#: inputs that became attributes below a version: op -> (first version taking them as inputs, indices)
-CONSTANT_INPUTS = {
-    "Unsqueeze": (13, [1]), "Squeeze": (13, [1]), "Split": (13, [1]), "ReduceSum": (13, [1]),
-    **{op: (18, [1]) for op in ("ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
-                                 "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare")},
-    "Pad": (11, [1, 2]), "Slice": (10, [1, 2, 3, 4]), "TopK": (10, [1]), "Clip": (11, [1, 2]),
-    "Dropout": (12, [1]), "Upsample": (9, [1]),
-}
-
 
 def default_opset(model: onnx.ModelProto | onnx.FunctionProto) -> int | None:
     for o in model.opset_import:
@@ -152,9 +150,23 @@ def verify(original: onnx.ModelProto, converted: onnx.ModelProto, report: Conver
     report.inputs = (f"{n} rows of {data}" if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__")
                      else f"{n} rows of the data given" if data is not None
                      else f"generated inputs ({n} rows, seed 0)")
-    expected = run(original, feeds, what="the original model")
-    got = run(converted, feeds, what="the converted model")
+    expected = _run(original, feeds, "the original model", report)
+    got = _run(converted, feeds, "the converted model", report)
     report.agreement = agreement(expected, got, rtol=rtol, atol=atol)
+
+
+def _run(model: onnx.ModelProto, feeds: dict[str, np.ndarray], what: str, report: ConversionReport) -> dict:
+    """``model``'s outputs in onnxruntime, or in onnx's reference evaluator where onnxruntime has no kernel
+    for an operator's version (old opsets: Upsample-7, Scatter-9...); the report says which."""
+    try:
+        return run(model, feeds, what=what)
+    except RuntimeFailure as exc:
+        if "NOT_IMPLEMENTED" not in str(exc) and "Could not find an implementation" not in str(exc):
+            raise
+        missing = re.search(r"implementation for (\w+\(\d+\))", str(exc))
+        report.notes.append(f"{what} ran in onnx's reference evaluator: onnxruntime has no kernel for "
+                            f"{missing.group(1) if missing else 'one of its operators'}")
+        return reference_run(model, feeds)
 
 
 # -- the conversion ---------------------------------------------------------------------------------
@@ -196,11 +208,11 @@ def _set_opsets(converted: onnx.ModelProto, original: onnx.ModelProto, dst: int,
 
 def _check(original: onnx.ModelProto, converted: onnx.ModelProto, report: ConversionReport) -> None:
     try:
-        onnx.checker.check_model(original)
+        native.check_model(original)
     except onnx.checker.ValidationError:
         return  # the original does not pass either: the checker cannot judge the conversion
     try:
-        onnx.checker.check_model(converted)
+        native.check_model(converted)
     except onnx.checker.ValidationError as exc:
         report.nodes.append(NodeConversion("(model)", "checker", "", "graph", None, None,
                                            f"the converted model fails onnx's checker: {str(exc)[:400]}", ok=False))
@@ -246,7 +258,7 @@ def _all_nodes(model: onnx.ModelProto) -> list[onnx.NodeProto]:
 def _call_input_types(model: onnx.ModelProto) -> dict[tuple[str, str, str], list[onnx.TypeProto | None]]:
     """The input types of the first main-graph call of each local function, by (domain, name, overload)."""
     try:
-        model = onnx.shape_inference.infer_shapes(model)
+        model = native.infer_shapes(model)
     except Exception:  # as in convert_graph: a help, never a requirement
         pass
     g = model.graph
@@ -284,8 +296,190 @@ def _convert_function(f: onnx.FunctionProto, model_src: int, dst: int, notes: li
     return body, records
 
 
-def _crosses(node: ir.Node, src: int, dst: int) -> bool:
-    return node.domain in _DEFAULT and since(node.op_type, src) != since(node.op_type, dst)
+class _ConverterFailed(Exception):
+    """onnx's converter failed on a span of opsets: its message, and the nodes crossing a change in it."""
+
+    def __init__(self, message: str, start: int, end: int, crossing: list[ir.Node]) -> None:
+        super().__init__(message)
+        self.message, self.start, self.end, self.crossing = message, start, end, crossing
+
+
+def _boundary(cur: int, nxt: int) -> int:
+    """The ``since_version`` a node must have to change between opsets ``cur`` and ``nxt`` (adjacent)."""
+    return max(cur, nxt)
+
+
+def _crosses(node: ir.Node, b: int) -> bool:
+    return node.domain in _DEFAULT and since(node.op_type, b) == b
+
+
+def _step_of(node: ir.Node, b: int, down: bool, planned: set[str]) -> steps.Step | None:
+    """onegraph's step for ``node`` across version ``b`` (None: leave it to onnx's converter)."""
+    step = adapters.down_step(node.op_type, b) if down else adapters.up_step(node.op_type, b)
+    if step is None and node.op_type in planned:
+        step = steps.Step("only admits more types or adds attributes with defaults (onnx's converter has "
+                          "no adapter)")
+    if step is None and down and schema(node.op_type, b - 1) is None and (node.op_type, b) not in adapters.ONNX:
+        step = steps.Step("first version")  # the schema checks refuse: the operator does not exist below
+    return step
+
+
+class _Walk:
+    """One conversion of one graph from ``src`` to ``dst``, an opset at a time: onegraph's steps for the nodes
+    its tables cover, onnx's converter for the others (over the longest spans it can take at once)."""
+
+    def __init__(self, model: ir.Model, src: int, dst: int, records: dict[str, NodeConversion],
+                 planned: set[str], notes: list[str]) -> None:
+        self.model, self.src, self.dst = model, src, dst
+        self.records, self.planned, self.notes = records, planned, notes
+        self.origin: dict[str, str] = {}  # name of a node emitted by a step -> the original node's record
+        self.done: dict[str, list[tuple[str, bool]]] = {}  # record -> what each step did, whether trivially
+        self.by_onnx: set[str] = set()
+        self.serial = [0]
+
+    def record(self, node: ir.Node) -> str | None:
+        name = self.origin.get(node.name, node.name)
+        return name if name in self.records else None
+
+    def run(self) -> ir.Model | None:
+        """The converted model, or None when a step refused a node (marked in the records)."""
+        down = self.dst < self.src
+        cur, start = self.src, self.src
+        while cur != self.dst:
+            nxt = cur - 1 if down else cur + 1
+            b = _boundary(cur, nxt)
+            crossing = [n for n in ir.traversal.RecursiveGraphIterator(self.model.graph) if _crosses(n, b)]
+            ours = [(n, s) for n in crossing if (s := _step_of(n, b, down, self.planned)) is not None]
+            if ours:
+                if start != cur:
+                    self.onnx(start, cur)
+                    crossing = [n for n in ir.traversal.RecursiveGraphIterator(self.model.graph) if _crosses(n, b)]
+                    ours = [(n, s) for n in crossing if (s := _step_of(n, b, down, self.planned)) is not None]
+                hidden = self.cross(ours, cur, nxt)
+                if hidden is None:
+                    return None
+                if len(ours) < len(crossing):
+                    if not self.reachable(hidden, crossing, ours, cur, nxt):
+                        return None
+                    for n in hidden:
+                        n.domain = TARGET_DOMAIN
+                    self.onnx(cur, nxt)
+                start = nxt
+            cur = nxt
+        if start != self.dst:
+            self.onnx(start, self.dst)
+        self.model.opset_imports[""] = self.dst
+        return self.model
+
+    def reachable(self, hidden: list[ir.Node], crossing: list[ir.Node], ours: list[tuple[ir.Node, steps.Step]],
+                  cur: int, nxt: int) -> bool:
+        """False (and the nodes refused) when a node left to onnx's converter is inside a subgraph of a node
+        onegraph took across this step: the converter does not look inside nodes of another domain."""
+        theirs = {id(n) for n in crossing} - {id(n) for n, _ in ours}
+        for outer in hidden:
+            for attr in outer.attributes.values():
+                graphs = attr.as_graphs() if attr.type == ir.AttributeType.GRAPHS else \
+                    [attr.as_graph()] if attr.type == ir.AttributeType.GRAPH else []
+                for node in (n for g in graphs for n in ir.traversal.RecursiveGraphIterator(g) if id(n) in theirs):
+                    key = self.record(node)
+                    if key is not None:
+                        self.records[key].ok = False
+                        self.records[key].how = (f"opset {cur} -> {nxt}: inside {outer.op_type} node {outer.name!r}, "
+                                                 "which onegraph converts there, out of reach of onnx's converter")
+                    return False
+        return True
+
+    def cross(self, ours: list[tuple[ir.Node, steps.Step]], cur: int, nxt: int) -> list[ir.Node] | None:
+        """Take ``ours`` across the change between ``cur`` and ``nxt`` (consumers first, so a value is folded
+        with the definitions it was built with); the nodes kept and added, or None after a refusal."""
+        refused = False
+        kept: list[ir.Node] = []
+        for node, step in reversed(ours):
+            if node.graph is None:  # pruned: it only computed an input that became an attribute
+                continue
+            key = self.record(node)
+            ctx = steps.Context(node.graph, cur, nxt, self.notes, self.serial)
+            old = schema(node.op_type, nxt)
+            older = f"{node.op_type}-{old.since_version}" if old is not None else f"(no {node.op_type} at opset {nxt})"
+            what = f"{node.op_type}-{since(node.op_type, cur)} -> {older}"
+            before = [v for v in node.inputs if v is not None]
+            try:
+                try:
+                    rewrite = steps.adapt(node, ctx, step)
+                    added = steps.apply(node, rewrite)
+                except (AttributeError, IndexError, KeyError, TypeError, ValueError) as exc:  # a malformed node
+                    raise Refusal(f"the node is not a valid {node.op_type} ({type(exc).__name__}: "
+                                  f"{str(exc)[:200]})") from None
+            except Refusal as exc:
+                refused = True
+                if key is not None:
+                    rec = self.records[key]
+                    part = "" if key == node.name else f"its part {node.op_type} {node.name!r}: "
+                    rec.ok = False
+                    rec.how = f"{part}{what} (opset {cur} -> {nxt}): {exc}"
+                continue
+            kept.extend(added)
+            if rewrite.outputs is None:
+                kept.append(node)
+            for value in before:
+                self.prune(value)
+            if key is not None:
+                self.origin.update((n.name, key) for n in added)
+                trivial = rewrite.how.startswith("kept as is") or key != node.name and node.op_type == "Constant"
+                self.done.setdefault(key, []).append((f"{what}: {rewrite.how}", trivial))
+        return None if refused else kept
+
+    def prune(self, value: ir.Value) -> None:
+        """Remove what only computed ``value``, now read by no node (an input that became an attribute)."""
+        if value.uses() or value.is_graph_output() or value.is_graph_input():
+            return
+        producer = value.producer()
+        if producer is None:
+            graph = value.graph
+            if value.is_initializer() and graph is not None:
+                graph.initializers.pop(value.name, None)
+            return
+        if producer.domain not in _DEFAULT or any(o.uses() or o.is_graph_output() for o in producer.outputs):
+            return
+        inputs = [v for v in producer.inputs if v is not None]
+        producer.graph.remove(producer, safe=True)
+        key = self.record(producer)
+        if key is not None:
+            self.done.setdefault(key, []).append(
+                (f"removed: it only computed {value.name!r}, whose value the conversion took", key != producer.name))
+        for v in inputs:
+            self.prune(v)
+
+    def onnx(self, start: int, end: int) -> None:
+        """onnx's converter from ``start`` to ``end`` (nodes in TARGET_DOMAIN are left alone), in place."""
+        step = -1 if end < start else 1
+        bounds = {_boundary(v, v + step) for v in range(start, end, step)}
+        crossing = [n for n in ir.traversal.RecursiveGraphIterator(self.model.graph)
+                    if any(_crosses(n, b) for b in bounds)]
+        for n in crossing:
+            key = self.record(n)
+            if key is not None:
+                self.by_onnx.add(key)
+        self.model.opset_imports.pop("ai.onnx", None)
+        self.model.opset_imports[""] = start
+        self.model.opset_imports[TARGET_DOMAIN] = 1
+        proto = irsafe.to_proto(self.model)
+        try:
+            out = native.convert_version(proto, end)
+        except Exception as exc:  # the converter raises RuntimeError / IndexError with its assertion text
+            message = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+            raise _ConverterFailed(message, start, end, crossing) from None
+        self.model = irsafe.from_proto(out)
+        for n in ir.traversal.RecursiveGraphIterator(self.model.graph):
+            if n.domain == TARGET_DOMAIN:
+                n.domain = ""
+
+    def how(self, key: str) -> str:
+        entries = self.done.get(key, [])
+        ours = [text for text, trivial in entries if not trivial] or [text for text, _ in entries]
+        parts = ([f"onegraph adapter: {'; '.join(ours)}"] if ours else []) + \
+            (["onnx version converter"] if key in self.by_onnx else [])
+        return "; ".join(parts)
 
 
 def convert_graph(unit: onnx.ModelProto, src: int, dst: int, where: str, notes: list[str], *, infer: bool = True
@@ -294,17 +488,29 @@ def convert_graph(unit: onnx.ModelProto, src: int, dst: int, where: str, notes: 
 
     Refused nodes are marked ``ok=False`` in the records (the returned model is then incomplete).
     ``infer``: run onnx's shape inference first (False where it cannot run safely).
+
+    Raises
+    ------
+    ModelFileError
+        when ``src`` is an opset the installed onnx does not define (nothing to convert from).
     """
+    top = onnx.defs.onnx_opset_version()
+    if not 1 <= src <= top:
+        raise ModelFileError(f"the {where} imports default-domain opset {src}, which onnx {onnx.__version__} does not "
+                             f"define (1 to {top}): there is no definition to convert from",
+                             hint="set the model's opset_import to the opset its nodes were written for")
     if infer:
         try:
-            unit = onnx.shape_inference.infer_shapes(unit)
+            unit = native.infer_shapes(unit)
         except Exception:  # shape inference is a help for the adapters, never a requirement
             pass
-    model = ir.serde.deserialize_model(unit)
+    model = irsafe.from_proto(unit)
     temporary: set[str] = set()
     records: dict[str, NodeConversion] = {}
     refs: dict[str, list[ir.Attr]] = {}
     for i, node in enumerate(ir.traversal.RecursiveGraphIterator(model.graph)):
+        if node.domain == "ai.onnx":
+            node.domain = ""
         if not node.name or node.name in records:
             node.name = f"_og{i}_{node.op_type}"
             temporary.add(node.name)
@@ -315,51 +521,42 @@ def convert_graph(unit: onnx.ModelProto, src: int, dst: int, where: str, notes: 
         records[node.name] = NodeConversion(node.name if node.name not in temporary else f"({node.op_type} #{i})",
                                             node.op_type, node.domain, where, a, b, how)
         refs[node.name] = [attr for attr in node.attributes.values() if attr.is_ref()]
-    _constant_inputs(model, src, dst, records, notes, where)
-    if any(not r.ok for r in records.values()):
-        return unit, _unreached(records)
 
-    base = ir.serde.serialize_model(model)
-    planned = adapters.preempted(src, dst)
+    base = irsafe.to_proto(model)
+    planned: set[str] = set()
     while True:
-        trial = ir.serde.deserialize_model(base)
-        failed = _apply_adapters(trial, planned, src, dst, records)
-        if failed:
-            return unit, _unreached(records)
-        proto = ir.serde.serialize_model(trial)
-        proto.opset_import.append(onnx.helper.make_opsetid(TARGET_DOMAIN, 1))
+        walk = _Walk(irsafe.from_proto(base), src, dst, records, planned, notes)
         try:
-            out = version_converter.convert_version(proto, dst) if src != dst else proto
-            break
-        except Exception as exc:  # the converter raises RuntimeError / IndexError with its assertion text
-            message = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-            op = _failed_op(message)
-            pending = [n for n in ir.traversal.RecursiveGraphIterator(trial.graph)
-                       if n.op_type == op and _crosses(n, src, dst)]
-            if op and op not in planned and pending:
+            converted = walk.run()
+        except _ConverterFailed as failed:
+            op = _failed_op(failed.message)
+            pending = [n for n in failed.crossing if n.op_type == op]
+            eligible = op is not None and all(
+                steps.only_types_and_defaults(op, v) for n in pending for v in _bounds(failed.start, failed.end)
+                if _crosses(n, v))
+            if op and op not in planned and pending and eligible:
                 planned.add(op)
                 continue
-            for node in (pending or ir.traversal.RecursiveGraphIterator(trial.graph)):
-                if node.domain in _DEFAULT and _crosses(node, src, dst) and node.name in records:
-                    records[node.name].ok = False
-                    records[node.name].how = f"onnx's version converter failed: {_short(message)}"
-                    if pending:
-                        continue
+            for node in (pending or failed.crossing):
+                key = walk.record(node)
+                if key is not None:
+                    records[key].ok = False
+                    records[key].how = f"onnx's version converter failed: {_short(failed.message)}"
             if not any(not r.ok for r in records.values()):
-                raise ConversionError(f"onnx's version converter failed on {where}: {_short(message)}") from None
+                raise ConversionError(f"onnx's version converter failed on {where}: {_short(failed.message)}") from None
             return unit, _unreached(records)
+        if converted is None:
+            return unit, _unreached(records)
+        break
 
-    converted = ir.serde.deserialize_model(out)
     for node in ir.traversal.RecursiveGraphIterator(converted.graph):
-        if node.domain == TARGET_DOMAIN:
-            node.domain = ""
         for attr in refs.get(node.name, []):
             node.attributes[attr.name] = attr
         if node.name in temporary:
             node.name = None
-    for rec in records.values():
-        if rec.domain in _DEFAULT and not rec.how:
-            rec.how = "onnx version converter"
+    for key, rec in records.items():
+        if rec.domain in _DEFAULT and (not rec.how or key in walk.done):
+            rec.how = walk.how(key) or "onnx version converter"
     result = ir.serde.serialize_model(converted)
     kept = [o for o in result.opset_import if o.domain != TARGET_DOMAIN]
     del result.opset_import[:]
@@ -367,71 +564,16 @@ def convert_graph(unit: onnx.ModelProto, src: int, dst: int, where: str, notes: 
     return result, list(records.values())
 
 
+def _bounds(start: int, end: int) -> list[int]:
+    step = -1 if end < start else 1
+    return [_boundary(v, v + step) for v in range(start, end, step)]
+
+
 def _unreached(records: dict[str, NodeConversion]) -> list[NodeConversion]:
     for rec in records.values():
         if rec.domain in _DEFAULT and not rec.how:
             rec.how = "not converted: the conversion stopped at the refused nodes"
     return list(records.values())
-
-
-def _apply_adapters(model: ir.Model, planned: set[str], src: int, dst: int,
-                    records: dict[str, NodeConversion]) -> bool:
-    """Rewrite the nodes of the planned operators; True when one of them is refused."""
-    failed = False
-    for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
-        if node.op_type not in planned or not _crosses(node, src, dst):
-            continue
-        rec = records[node.name]
-        try:
-            rewrite = adapters.adapt(node, Context(node.graph, src, dst))
-            adapters.apply(node, rewrite)
-            rec.how = f"onegraph adapter: {rewrite.how}"
-        except Refusal as exc:
-            rec.ok = False
-            rec.how = f"no equivalent at opset {dst}: {exc}"
-            failed = True
-    return failed
-
-
-def _constant_inputs(model: ir.Model, src: int, dst: int, records: dict[str, NodeConversion],
-                     notes: list[str], where: str) -> None:
-    """Inputs that become attributes at ``dst`` must be known now: fold them, or refuse the node."""
-    if dst >= src:
-        return
-    for node in list(ir.traversal.RecursiveGraphIterator(model.graph)):
-        spec = CONSTANT_INPUTS.get(node.op_type)
-        if node.domain not in _DEFAULT or spec is None or since(node.op_type, src) < spec[0] or dst >= spec[0]:
-            continue
-        for index in spec[1]:
-            value = node.inputs[index] if index < len(node.inputs) else None
-            if value is None:
-                continue
-            c = constant_input(value, src)
-            rec = records[node.name]
-            if not c.known:
-                rec.ok = False
-                rec.how = (f"input {index} ({value.name!r}) becomes an attribute at opset {dst}, so its value must "
-                           f"be known when converting, but {c.how} (onnx: 'input is not in initializer')")
-            elif c.how == "folded":
-                node.replace_input_with(index, _constant_value(node, value, c.value, where))
-                notes.append(f"{node.op_type} node {rec.name!r}: input {value.name!r} computed from constants "
-                             f"and fixed shapes was folded to {c.value.tolist()}")
-            elif c.how == "overridable initializer":
-                notes.append(f"{node.op_type} node {rec.name!r}: input {value.name!r} is also a graph input; "
-                             f"its initializer {c.value.tolist()} became an attribute, so feeding it no longer "
-                             "changes the result")
-
-
-def _constant_value(node: ir.Node, value: ir.Value, array: np.ndarray, where: str) -> ir.Value:
-    name = f"{value.name}_folded"
-    if where == "graph":  # function bodies cannot hold initializers: they get a Constant node
-        const = ir.Value(name=name, const_value=ir.tensor(array, name=name))
-        node.graph.register_initializer(const)
-        return const
-    c = ir.node("Constant", [], {"value": ir.tensor(array)}, name=name)
-    c.outputs[0].name = name
-    node.graph.insert_before(node, c)
-    return c.outputs[0]
 
 
 _OP_PATTERNS = [r"No Adapter (?:From|To) Version \$\d+ for (\w+)", r"No Adapter For (\w+)",

@@ -13,6 +13,11 @@ Per column kind (see :mod:`onegraph.contract.columns`):
 * durations are left out (a note says so).
 
 Columns whose values are all distinct text (identifiers, free text) are left out too.
+
+A text column whose values are nearly all numbers (:data:`NUMBER_SHARE` of those present or more) is most
+likely a numeric column with a few stray entries (``?``, ``n/a``, a unit): it is still encoded as categories,
+as the model will read it, and :attr:`Plan.notes` says so, naming the column and the stray values and rows, so
+the user can blank them (missing) and build again to get a numeric column.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from onegraph.frame.transformers import (
 )
 
 __all__ = ["CLASSIFIERS", "REGRESSORS", "MODEL_NAMES", "Plan", "infer_task", "check_task", "prepare",
-           "DATE_SHARE", "plan", "make_model"]
+           "DATE_SHARE", "NUMBER_SHARE", "stray_text", "plan", "make_model"]
 
 CLASSIFIERS = {
     "logistic": ("sklearn.linear_model", "LogisticRegression", {"max_iter": 2000}),
@@ -68,6 +73,8 @@ class Plan:
     text: list[str]
     skipped: dict[str, str]
     dates: list[str] = dataclasses.field(default_factory=list)
+    #: column -> what the user should know about how it is used (see :func:`stray_text`)
+    notes: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def infer_task(target: pd.Series) -> str:
@@ -109,8 +116,11 @@ def prepare(frame: pd.DataFrame) -> pd.DataFrame:
         spec = spec_for(str(c), frame[c])
         if spec.kind == "bool" and spec.onnx_type == "bool":
             out[c] = frame[c].astype("boolean")
-        if spec.kind == "float" and np.isinf(frame[c].to_numpy(dtype=float, na_value=np.nan)).any():
-            raise ColumnTypeError(str(c), "holds infinite values", hint="replace them (e.g. with NaN) before building")
+        infinite = np.isinf(frame[c].to_numpy(dtype=float, na_value=np.nan)) if spec.kind == "float" else None
+        if infinite is not None and infinite.any():
+            row = frame.index[int(np.flatnonzero(infinite)[0])]
+            raise ColumnTypeError(str(c), f"holds infinite values (first at row {row}); scikit-learn cannot fit on "
+                                  "them", hint="replace them (e.g. with NaN, a missing value) before building")
     return out
 
 
@@ -158,6 +168,32 @@ def _date_nanoseconds(frame: pd.DataFrame, column: str) -> np.ndarray | None:
     return parse_pandas(texts, iso)
 
 
+#: share of the present values of a text column that, parsed as numbers, make it "numbers with stray text"
+NUMBER_SHARE = 0.95
+
+
+def stray_text(values: pd.Series) -> str | None:
+    """For a text column holding numbers but for a few values: a note naming those values and their rows (the
+    frame's index labels, i.e. data rows counted from 0) and what to do; else None.
+
+    The column stays categorical (onegraph never guesses that ``"?"`` means missing: scoring would then have to
+    guess too); the note says how to make it numeric."""
+    present = values.dropna()
+    if len(present) < 2:
+        return None
+    parsed = pd.to_numeric(pd.Series(np.asarray(present, dtype=object), index=present.index), errors="coerce")
+    stray = parsed.isna()
+    n_stray = int(stray.sum())
+    if n_stray == 0 or (len(present) - n_stray) < NUMBER_SHARE * len(present):
+        return None
+    shown = present[stray]
+    words = list(dict.fromkeys(shown.astype(str).tolist()))
+    listed = ", ".join(f"{w!r} (row {shown.index[shown.astype(str) == w][0]})" for w in words[:3])
+    more = f" and {len(words) - 3} other value(s)" if len(words) > 3 else ""
+    return (f"used as categories: {len(present) - n_stray} of its {len(present)} values are numbers, but {n_stray} "
+            f"are not: {listed}{more}; to use it as numbers, make those cells empty (missing) and build again")
+
+
 def _date_parts(ns: list[np.ndarray]) -> list[str]:
     parts = ["year", "month", "day", "dayofweek", "dayofyear"]
     seen = np.concatenate([v[v != NA_INT64] for v in ns]) if ns else np.array([], np.int64)
@@ -168,7 +204,7 @@ def _date_parts(ns: list[np.ndarray]) -> list[str]:
 
 def plan(frame: pd.DataFrame) -> Plan:
     """The preprocessing for the feature columns of ``frame``."""
-    numeric, text, dates, skipped = [], [], [], {}
+    numeric, text, dates, skipped, notes = [], [], [], {}, {}
     date_values = []
     for c in frame.columns:
         spec = spec_for(str(c), frame[c])
@@ -184,6 +220,9 @@ def plan(frame: pd.DataFrame) -> Plan:
             date_values.append(ns)
         elif spec.kind == "string":
             text.append(str(c))
+            note = stray_text(frame[c])
+            if note is not None:
+                notes[str(c)] = note
         else:
             numeric.append(str(c))
     if not numeric and not text and not dates:
@@ -207,7 +246,7 @@ def plan(frame: pd.DataFrame) -> Plan:
             ("impute", SimpleImputer(strategy="constant", fill_value="(missing)")),
             ("onehot", OneHotEncoder(handle_unknown="infrequent_if_exist", max_categories=20)),
         ]), text))
-    return Plan(ColumnTransformer(steps, remainder="drop"), numeric, text, skipped, dates)
+    return Plan(ColumnTransformer(steps, remainder="drop"), numeric, text, skipped, dates, notes)
 
 
 def make_model(name: str, task: str, seed: int):

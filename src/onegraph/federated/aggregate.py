@@ -38,6 +38,7 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
+from onegraph.check import irsafe
 from onegraph.errors import FederatedError
 from onegraph.federated.deltas import DeltaHeader, last_round, read_header, read_slice
 from onegraph.federated.fingerprint import dtype_name
@@ -128,7 +129,7 @@ def _merged_proto(base: Any, deltas: Sequence[str | os.PathLike], method: str, t
                                           name=name)
     model.model.metadata_props.update(_lineage(model, headers, method, trim))
     try:
-        return ir.to_proto(model.model)
+        return irsafe.to_proto(model.model)
     except Exception as exc:  # onnx-ir wraps what a LazyTensor raises in SerdeError, level by level
         cause: BaseException | None = exc
         while cause is not None and not isinstance(cause, FederatedError):

@@ -33,6 +33,7 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
+from onegraph.check import irsafe
 from onegraph.errors import FederatedError
 from onegraph.federated.fingerprint import dtype_name, fingerprint
 
@@ -119,7 +120,7 @@ def load(model: Any, *, trusted: bool = False, role: str = "model") -> Loaded:
     proto = load_model(model, trusted=trusted)
     is_file = isinstance(model, (str, os.PathLike))
     digest = model_hash(model if is_file or isinstance(model, (bytes, bytearray)) else proto)
-    loaded = ir.from_proto(proto)
+    loaded = irsafe.from_proto(proto, f"{role} {model}" if is_file else f"the {role}")
     if is_file:
         ir.external_data.set_base_dir(loaded.graph, os.path.dirname(os.path.abspath(model)))
     label = f"{role} {model}" if is_file else f"the {role}"
@@ -250,7 +251,7 @@ def set_parameters(model: Any, values: Mapping[str, Any], *, path: str | os.Path
                                  hint="`onegraph fed params MODEL` lists them")
         value = initializers[name]
         value.const_value = ir.Tensor(_converted(loaded, value, np.asarray(given)), name=name)
-    proto = ir.to_proto(loaded.model)
+    proto = irsafe.to_proto(loaded.model)
     if path is not None:
         from onegraph.io import save_model
 
@@ -293,7 +294,7 @@ def mark_trainable(model: Any, patterns: Iterable[str], *, path: str | os.PathLi
     chosen = [p.name for p in select(loaded, patterns) if p.exchanged]
     tl = loaded.fields.get("transfer_learning") if isinstance(loaded.fields.get("transfer_learning"), dict) else {}
     frozen = [n for n in tl.get("frozen", []) if n not in chosen]
-    proto = set_metadata(ir.to_proto(loaded.model), {"transfer_learning": {
+    proto = set_metadata(irsafe.to_proto(loaded.model), {"transfer_learning": {
         "base_model": loaded.hash, "frozen": frozen, "trainable": chosen}}, trusted=True)
     if path is not None:
         from onegraph.io import save_model

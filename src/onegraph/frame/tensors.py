@@ -23,7 +23,8 @@ import onnx_ir as ir
 
 from onegraph.emit import BOOL, DOUBLE, FLOAT, INT64, STRING, GraphBuilder
 
-__all__ = ["Val", "scalar", "where", "minimum", "maximum", "any_of", "all_of", "lookup", "count_at_most"]
+__all__ = ["Val", "scalar", "where", "minimum", "maximum", "any_of", "all_of", "lookup", "count_at_most", "log1p",
+           "expm1"]
 
 _NUMPY = {INT64: np.int64, DOUBLE: np.float64, BOOL: np.bool_, FLOAT: np.float32}
 
@@ -233,3 +234,33 @@ def count_at_most(x: Val, thresholds: np.ndarray) -> Val:
     passed = (column >= x.lift(np.asarray(thresholds))).cast(INT64)
     count = g.op("ReduceSum", passed.value, g.const(np.array([1], np.int64), "axes"), keepdims=0, dtype=INT64)
     return Val(g, count, INT64)
+
+
+# -- log1p / expm1 (ONNX has neither) ------------------------------------------------------------------
+# numpy's and the C library's log1p / expm1 are within 1 ulp; these compositions of ONNX Log / Exp (W. Kahan's
+# corrections, the formulas of Eigen's generic_plog1p / generic_expm1) stay within a few ulps of them, where the
+# naive ``log(1 + x)`` / ``exp(x) - 1`` lose every digit of ``x`` that ``1 + x`` rounds away.
+def log1p(g: GraphBuilder, x: ir.Value) -> ir.Value:
+    """double ``log(1 + x)`` of a double tensor: ``u = 1 + x``; ``x`` where ``u == 1`` or ``u`` is +inf, else
+    ``x * (log(u) / (u - 1))`` (Goldberg, "What every computer scientist should know about floating-point
+    arithmetic", 1991, theorem 4). ``-1`` gives -inf, below it NaN, NaN stays NaN (numpy's ``np.log1p``)."""
+    one = g.const(np.float64(1.0), "one")
+    u = g.op("Add", x, one, dtype=DOUBLE)
+    log_u = g.op("Log", u, dtype=DOUBLE)
+    corrected = g.op("Mul", x, g.op("Div", log_u, g.op("Sub", u, one, dtype=DOUBLE), dtype=DOUBLE), dtype=DOUBLE)
+    keep = g.op("Or", g.op("Equal", u, one, dtype=BOOL), g.op("Equal", u, log_u, dtype=BOOL), dtype=BOOL)
+    return g.op("Where", keep, x, corrected, dtype=DOUBLE)
+
+
+def expm1(g: GraphBuilder, x: ir.Value) -> ir.Value:
+    """double ``exp(x) - 1`` of a double tensor: ``u = exp(x)``; ``x`` where ``u == 1``; ``-1`` where
+    ``u - 1 == -1``; ``u`` where ``u`` is +inf; else ``(u - 1) * (x / log(u))`` (Kahan; the product last, so
+    it overflows only where the result does). NaN stays NaN (numpy's ``np.expm1``)."""
+    one = g.const(np.float64(1.0), "one")
+    u = g.op("Exp", x, dtype=DOUBLE)
+    um1 = g.op("Sub", u, one, dtype=DOUBLE)
+    log_u = g.op("Log", u, dtype=DOUBLE)
+    out = g.op("Mul", um1, g.op("Div", x, log_u, dtype=DOUBLE), dtype=DOUBLE)
+    out = g.op("Where", g.op("Equal", log_u, u, dtype=BOOL), u, out, dtype=DOUBLE)  # exp(x) = +inf
+    out = g.op("Where", g.op("Equal", um1, g.const(np.float64(-1.0), "minus_one"), dtype=BOOL), um1, out, dtype=DOUBLE)
+    return g.op("Where", g.op("Equal", u, one, dtype=BOOL), x, out, dtype=DOUBLE)

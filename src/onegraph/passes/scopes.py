@@ -62,13 +62,13 @@ def metadata_chain(node: ir.Node) -> list[Scope] | None:
     if SCOPES_KEY in meta:
         try:
             return [Scope(str(p), str(c)) for p, c in json.loads(meta[SCOPES_KEY])]
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, RecursionError):  # a record of another shape is no record
             return None
     if TORCH_NAME_SCOPES in meta and TORCH_CLASS_HIERARCHY in meta:
         try:
             names = _string_list(meta[TORCH_NAME_SCOPES])
             classes = _string_list(meta[TORCH_CLASS_HIERARCHY])
-        except (ValueError, SyntaxError):
+        except (ValueError, SyntaxError, RecursionError, MemoryError):
             return None
         if not isinstance(names, list) or not isinstance(classes, list) or len(names) != len(classes) or not names:
             return None

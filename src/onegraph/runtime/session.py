@@ -6,11 +6,14 @@ indexing per row), runs onnxruntime in batches and returns the outputs as a Data
 input's. Rows a step refuses (a category never seen in fit, with ``handle_unknown="error"``) raise
 :class:`~onegraph.errors.UnknownCategoryError` naming the column, the values and the rows; values outside
 the range a step was built for (a date beyond its time-zone table) raise
-:class:`~onegraph.errors.OutOfRangeError`.
+:class:`~onegraph.errors.OutOfRangeError`; a row holding ±inf for which the model gives no answer (NaN
+probabilities or a non-finite prediction) raises :class:`~onegraph.errors.ColumnTypeError` naming the
+column and the row (see :meth:`Session._raise_infinite`).
 """
 
 from __future__ import annotations
 
+import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -27,6 +30,7 @@ from onegraph.contract.feeds import single_row_feeds, small_frame_feeds, to_feed
 from onegraph.contract.outputs import check_entries
 from onegraph.contract.tables import column_reader
 from onegraph.errors import (
+    ColumnTypeError,
     ConfigError,
     DataError,
     MissingColumnError,
@@ -102,6 +106,9 @@ class Session:
         self._output_names = [o["name"] for o in self.outputs]
         self._checks = [(i, o) for i, o in enumerate(self.outputs) if o.get("role") == "check"]
         self._scored = [(i, o) for i, o in enumerate(self.outputs) if o.get("role") != "check"]
+        # a model's answers, and the inputs that can hold ±inf: see _raise_infinite
+        self._answers = [(i, o) for i, o in self._scored if o.get("role") in _ANSWERS]
+        self._float_inputs = [s.name for s in self.inputs if s.kind == "float"] if self._answers else []
         self._run = self._session._sess.run  # the binding, without the wrapper's per-call validation
         self._run_options = ort.RunOptions()
         self._templates: dict[tuple, FrameTemplate] = {}
@@ -169,6 +176,8 @@ class Session:
             results = [np.concatenate([p[j] for p in parts]) for j in range(len(self._output_names))]
         if self._checks:
             self._raise_checks(results, data)
+        if self._float_inputs:
+            self._raise_infinite(results, feeds)
         return results
 
     def run_feeds(self, feeds: dict[str, np.ndarray], names: list[str] | None = None) -> list[np.ndarray]:
@@ -184,10 +193,12 @@ class Session:
         from onegraph.runtime.windows import restore_order, sequence_feeds
 
         _, names, get = column_reader(data)
-        perm, feeds = sequence_feeds(self.sequence, get, list(names), feeds)
-        results = restore_order(self._call(feeds), perm)
+        perm, sorted_feeds = sequence_feeds(self.sequence, get, list(names), feeds)
+        results = restore_order(self._call(sorted_feeds), perm)
         if self._checks:
             self._raise_checks(results, data)
+        if self._float_inputs:
+            self._raise_infinite(results, feeds)
         return results
 
     def _call(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
@@ -212,6 +223,32 @@ class Session:
                 if out.get("check") == "out_of_range":
                     raise OutOfRangeError(column, values, rows, out.get("covers", ""), out.get("hint"))
                 raise UnknownCategoryError(column, values, rows)
+
+    def _raise_infinite(self, results: list[np.ndarray], feeds: dict[str, np.ndarray]) -> None:
+        """A row whose answer (probabilities, prediction) is not finite while one of its numeric inputs is ±inf
+        raises :class:`~onegraph.errors.ColumnTypeError` naming that column and row: the model cannot answer
+        for it (scikit-learn's models refuse infinite values; a linear model gives NaN probabilities). Rows
+        whose answer is NaN because of missing values keep their missing label; an infinite value the model
+        answers for (a tree, HistGradientBoosting, a clipping step before the model) is scored."""
+        unanswered = None
+        for i, _ in self._answers:
+            value = results[i]
+            if value.dtype.kind != "f" or _all_finite(value):
+                continue
+            bad = ~np.isfinite(value)
+            bad = bad.reshape(len(bad), -1).any(axis=1)
+            unanswered = bad if unanswered is None else unanswered | bad
+        if unanswered is None or not unanswered.any():
+            return
+        rows = np.flatnonzero(unanswered)
+        for name in self._float_inputs:
+            values = feeds[name].reshape(-1)[rows]
+            infinite = np.isinf(values)
+            if infinite.any():
+                k = int(np.flatnonzero(infinite)[0])
+                raise ColumnTypeError(name, f"value {values[k]} at row {int(rows[k])} is infinite and the model "
+                                      "gives no answer for it (scikit-learn refuses infinite values)",
+                                      hint="replace infinite values with NaN (a missing value) or clip them")
 
     def _empty_outputs(self) -> list[np.ndarray]:
         out = {}
@@ -260,6 +297,16 @@ class Session:
             else:
                 layout.append(([name], False))
         return FrameTemplate(layout)
+
+
+def _all_finite(value: np.ndarray) -> bool:
+    if value.size <= 64:  # single-row scoring: a list is faster than two numpy reductions on a few values
+        return all(map(math.isfinite, value.ravel().tolist()))
+    return bool(np.isfinite(value).all())
+
+
+#: output roles that are a model's answer (infinite inputs are checked against them)
+_ANSWERS = frozenset({"probabilities", "top_probabilities", "prediction"})
 
 
 def _column(value: np.ndarray, kind: str | None, tz: str | None = None) -> Any:

@@ -60,7 +60,8 @@ import onnx
 import onnx_ir as ir
 from pydantic import ValidationError
 
-from onegraph.check.loader import load_model
+from onegraph.check import irsafe
+from onegraph.check.loader import load_ir
 from onegraph.errors import OnegraphError
 from onegraph.stats.accumulators import (
     ChannelStats,
@@ -260,23 +261,23 @@ class StripStatsPass(ir.passes.InPlacePass):
 def _ir_model(model: Any) -> ir.Model:
     if isinstance(model, ir.Model):
         return model
-    return ir.from_proto(load_model(model))
+    return load_ir(model)
 
 
 def annotate(model: Any, stats: Mapping[str, TensorStats], qparams: Mapping[str, QuantParams] | None = None,
              references: Mapping[str, tuple[str, str | None, dict]] | None = None) -> onnx.ModelProto:
     """A copy of ``model`` (path, bytes, ModelProto or onnx_ir.Model) carrying ``stats`` and ``qparams``
     (see :class:`AnnotateStatsPass`); the input is not modified."""
-    ir_model = ir.from_proto(ir.to_proto(model)) if isinstance(model, ir.Model) else _ir_model(model)
+    ir_model = irsafe.from_proto(irsafe.to_proto(model)) if isinstance(model, ir.Model) else _ir_model(model)
     AnnotateStatsPass(stats, qparams, references)(ir_model)
-    return ir.to_proto(ir_model)
+    return irsafe.to_proto(ir_model)
 
 
 def strip(model: Any) -> onnx.ModelProto:
     """A copy of ``model`` without statistics or quantization annotations (:class:`StripStatsPass`)."""
-    ir_model = ir.from_proto(ir.to_proto(model)) if isinstance(model, ir.Model) else _ir_model(model)
+    ir_model = irsafe.from_proto(irsafe.to_proto(model)) if isinstance(model, ir.Model) else _ir_model(model)
     StripStatsPass()(ir_model)
-    return ir.to_proto(ir_model)
+    return irsafe.to_proto(ir_model)
 
 
 def read_stats(model: Any) -> dict[str, TensorStats]:
@@ -294,14 +295,21 @@ def read_stats(model: Any) -> dict[str, TensorStats]:
         text = value.metadata_props.get(STATS_KEY)
         if text is None:
             continue
-        try:
-            doc = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise StatsFormatError(name, f"{STATS_KEY} is not JSON ({exc})") from None
-        if not isinstance(doc, dict):
-            raise StatsFormatError(name, f"{STATS_KEY} is not a JSON object")
-        out[name] = stats_from_dict(doc, name)[0]
+        out[name] = stats_from_dict(_document(name, text), name)[0]
     return out
+
+
+def _document(tensor: str, text: str) -> dict:
+    """The JSON object of a tensor's ``onegraph.stats`` entry; :class:`StatsFormatError` for anything else."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise StatsFormatError(tensor, f"{STATS_KEY} is not JSON ({exc})") from None
+    except RecursionError:
+        raise StatsFormatError(tensor, f"{STATS_KEY} is JSON nested too deeply to be read") from None
+    if not isinstance(doc, dict):
+        raise StatsFormatError(tensor, f"{STATS_KEY} is not a JSON object")
+    return doc
 
 
 def read_qparams(model: Any) -> dict[str, QuantParams]:
@@ -327,7 +335,9 @@ def read_qparams(model: Any) -> dict[str, QuantParams]:
         description = {}
         text = value.metadata_props.get(STATS_KEY)
         if text:
-            description = json.loads(text).get("quantization") or {}
+            description = _document(name, text).get("quantization") or {}
+            if not isinstance(description, dict):
+                raise StatsFormatError(name, f"the {STATS_KEY} document's quantization is not a JSON object")
         quant_type = description.get("type") or _type_name(zero.dtype)
         out[name] = QuantParams(scale, zero, quant_type, description.get("axis"),
                                 bool(description.get("symmetric", False)),

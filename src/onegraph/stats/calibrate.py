@@ -28,7 +28,9 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
+from onegraph.check import irsafe, native
 from onegraph.check.loader import load_model
+from onegraph.check.source import is_in_memory_model
 from onegraph.errors import (
     ConfigError,
     DataError,
@@ -182,11 +184,11 @@ def calibrate(model: Any, data: Any, *, tensors: Sequence[str] | None = None, op
         when onnxruntime fails on a batch.
     """
     proto = _as_proto(model)
-    try:
-        proto = onnx.shape_inference.infer_shapes(proto)
+    try:  # the file passed the check, which ran inference on it: in this process for a model given in memory
+        proto = native.infer_shapes(proto, isolated=not is_in_memory_model(model))
     except Exception:  # noqa: BLE001 - types then come from the value infos the model carries
         pass
-    ir_model = ir.from_proto(proto)
+    ir_model = irsafe.from_proto(proto)
     selected = select_tensors(ir_model, tensors=tensors, op_types=op_types, functions=functions, where=where)
     skipped = {v.name: "type unknown after shape inference" for v in selected if v.type is None}
     selected = [v for v in selected if v.type is not None]
@@ -195,7 +197,7 @@ def calibrate(model: Any, data: Any, *, tensors: Sequence[str] | None = None, op
     exposed = _expose(ir_model, [v for v in selected if v.name not in input_names])
     if threads is None:
         threads = max(1, (os.cpu_count() or 2) - 1)
-    runner = _Runner(ir.to_proto(ir_model).SerializeToString(), proto, threads)
+    runner = _Runner(irsafe.to_proto(ir_model).SerializeToString(), proto, threads)
     settings = dict(bins=bins, sketch_k=sketch_k, std_k=std_k)
     per_sample = {v.name: _values_per_sample(v) for v in selected}
     accumulators = {
@@ -301,7 +303,7 @@ def _static_axis(value: ir.Value, axis: int | None) -> int | None:
 
 def _as_proto(model: Any) -> onnx.ModelProto:
     if isinstance(model, ir.Model):
-        return ir.to_proto(model)
+        return irsafe.to_proto(model)
     return load_model(model)
 
 

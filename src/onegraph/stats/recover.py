@@ -24,7 +24,8 @@ import numpy as np
 import onnx
 import onnx_ir as ir
 
-from onegraph.check.loader import load_model
+from onegraph.check import irsafe
+from onegraph.check.loader import load_ir
 from onegraph.stats.accumulators import ChannelStats, TensorStats
 from onegraph.stats.annotate import AnnotateStatsPass
 from onegraph.stats.qparams import FLOAT8_TYPES, FULL_RANGES, INTEGER_TYPES
@@ -90,7 +91,7 @@ def representable_range(scale: np.ndarray, zero_point: np.ndarray | None, quant_
 def recover_ranges(model: Any) -> dict[str, RecoveredRange]:
     """tensor name -> :class:`RecoveredRange` for every tensor a Q / DQ / QLinear* node of the main graph
     quantizes (first node wins when several do). ``model``: path, bytes, ModelProto or onnx_ir.Model."""
-    ir_model = model if isinstance(model, ir.Model) else ir.from_proto(load_model(model))
+    ir_model = model if isinstance(model, ir.Model) else load_ir(model)
     found: dict[str, RecoveredRange] = {}
     for node in ir_model.graph:
         if node.op_type in ("QuantizeLinear", "DequantizeLinear") and node.domain in ("", "ai.onnx", "com.microsoft"):
@@ -164,8 +165,8 @@ def _quant_type(node: ir.Node, zero: np.ndarray | None, quantized: ir.Value) -> 
 
 def recover(model: Any) -> onnx.ModelProto:
     """A copy of ``model`` whose quantized tensors carry their recovered ranges (see the module docstring)."""
-    ir_model = ir.from_proto(load_model(model)) if not isinstance(model, ir.Model) else ir.from_proto(
-        ir.to_proto(model))
+    ir_model = load_ir(model) if not isinstance(model, ir.Model) else irsafe.from_proto(
+        irsafe.to_proto(model))
     ranges = recover_ranges(ir_model)
     stats = {name: r.stats() for name, r in ranges.items()}
     references = {name: (r.scale_name, r.zero_point_name,
@@ -173,4 +174,4 @@ def recover(model: Any) -> onnx.ModelProto:
                           "method": "recovered"})
                   for name, r in ranges.items() if r.scale_name is not None}
     AnnotateStatsPass(stats, references=references)(ir_model)
-    return ir.to_proto(ir_model)
+    return irsafe.to_proto(ir_model)

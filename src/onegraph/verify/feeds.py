@@ -11,11 +11,14 @@ inputs come from, in order of preference:
 * nothing: arrays generated from each input's element type and shape (a fixed seed, so both runs and any
   rerun see the same values). Symbolic dimensions take ``rows`` for the first axis and 4 elsewhere; floats
   are standard normal, integers 0..3 (small enough to be valid indices and categories), booleans fair coins,
-  strings drawn from ``"a"``, ``"b"``, ``"c"``.
+  strings drawn from ``"a"``, ``"b"``, ``"c"``. The feeds together may take at most ``memory`` bytes (the
+  check's default memory limit, 4 GiB): a larger shape is refused with a ``DataError`` naming the input and
+  the bytes before anything is allocated (``onegraph check`` warns about such inputs: C602).
 """
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,7 +27,9 @@ from typing import Any
 import numpy as np
 import onnx
 
+from onegraph.check.limits import Limits
 from onegraph.check.loader import load_model
+from onegraph.check.static.inputs import feed_bytes
 from onegraph.contract import metadata as meta
 from onegraph.errors import DataError
 from onegraph.io import read_table
@@ -39,10 +44,15 @@ def _inputs(model: onnx.ModelProto) -> list[onnx.ValueInfoProto]:
     return [i for i in model.graph.input if i.name not in initializers]
 
 
-def _np_dtype(elem_type: int) -> Any:
+def _np_dtype(elem_type: int, name: str = "input") -> Any:
+    """The numpy dtype of an ONNX element type; :class:`DataError` naming the input for one numpy has none of."""
     if elem_type == onnx.TensorProto.STRING:
         return np.dtype(object)
-    return onnx.helper.tensor_dtype_to_np_dtype(elem_type)
+    try:
+        return onnx.helper.tensor_dtype_to_np_dtype(elem_type)
+    except (KeyError, ValueError, TypeError):
+        raise DataError(f"input {name!r} has element type {elem_type}, which no array can hold",
+                        hint="check the model with `onegraph check`") from None
 
 
 def _is_onegraph(model: onnx.ModelProto) -> bool:
@@ -50,7 +60,7 @@ def _is_onegraph(model: onnx.ModelProto) -> bool:
     return "inputs" in fields
 
 
-def model_feeds(model: Any, data: Any = None, *, rows: int = 16, seed: int = 0) -> Feeds:
+def model_feeds(model: Any, data: Any = None, *, rows: int = 16, seed: int = 0, memory: int | None = None) -> Feeds:
     """The onnxruntime feeds to run ``model`` on.
 
     Parameters
@@ -66,6 +76,9 @@ def model_feeds(model: Any, data: Any = None, *, rows: int = 16, seed: int = 0) 
         symbolic or unknown size), so a long file does not make verification slow. None takes them all.
     seed:
         Seed of the generated values.
+    memory:
+        Bytes the generated feeds may take together (default: :class:`~onegraph.check.limits.Limits`'
+        ``memory``, 4 GiB).
 
     Returns
     -------
@@ -75,11 +88,12 @@ def model_feeds(model: Any, data: Any = None, *, rows: int = 16, seed: int = 0) 
     Raises
     ------
     DataError
-        when an input cannot be built from the data (named), or a file cannot be read.
+        when an input cannot be built from the data (named), a file cannot be read, or generated feeds would
+        take more than ``memory`` bytes (the input and the bytes named).
     """
     proto = load_model(model)
     if data is None:
-        return generated_feeds(proto, rows=rows, seed=seed)
+        return generated_feeds(proto, rows=rows, seed=seed, memory=memory)
     if isinstance(data, (str, os.PathLike)):
         path = Path(data)
         if path.suffix.lower() == ".npz":
@@ -118,7 +132,7 @@ def _named_arrays(proto: onnx.ModelProto, arrays: dict[str, np.ndarray], where: 
 
 
 def _cast(inp: onnx.ValueInfoProto, arr: np.ndarray) -> np.ndarray:
-    dtype = _np_dtype(inp.type.tensor_type.elem_type)
+    dtype = _np_dtype(inp.type.tensor_type.elem_type, inp.name)
     try:
         return arr.astype(dtype, copy=False)
     except (TypeError, ValueError) as exc:
@@ -156,10 +170,16 @@ def table_feeds(proto: onnx.ModelProto, data: Any, *, rows: int | None = None) -
                     hint="name the columns after the model inputs, or give a .npz of arrays named by input")
 
 
-def generated_feeds(proto: onnx.ModelProto, *, rows: int = 16, seed: int = 0) -> Feeds:
-    """Deterministic arrays for every input, from its element type and shape (see the module doc)."""
-    rng = np.random.default_rng(seed)
-    feeds = {}
+def generated_feeds(proto: onnx.ModelProto, *, rows: int = 16, seed: int = 0, memory: int | None = None) -> Feeds:
+    """Deterministic arrays for every input, from its element type and shape (see the module doc).
+
+    Raises :class:`~onegraph.errors.DataError` for an input that is not a tensor, or when the feeds would take
+    more than ``memory`` bytes together (default 4 GiB), naming the input that crosses it and the bytes it
+    needs; nothing is allocated then.
+    """
+    budget = Limits().memory if memory is None else int(memory)
+    shapes = {}
+    total = 0
     for inp in _inputs(proto):
         t = inp.type
         if not t.HasField("tensor_type"):
@@ -168,12 +188,22 @@ def generated_feeds(proto: onnx.ModelProto, *, rows: int = 16, seed: int = 0) ->
         shape = []
         for axis, d in enumerate(t.tensor_type.shape.dim):
             shape.append(d.dim_value if d.HasField("dim_value") else (rows if axis == 0 else 4))
-        feeds[inp.name] = _random(rng, t.tensor_type.elem_type, tuple(shape), inp.name)
-    return feeds
+        if any(d < 0 for d in shape):
+            raise DataError(f"input {inp.name!r} has a negative dimension {shape}", hint="fix the model's input shape")
+        size = feed_bytes(math.prod(shape), t.tensor_type.elem_type)
+        total += size
+        if total > budget:
+            raise DataError(f"input {inp.name!r} of shape {shape} needs {size:,} bytes of generated values"
+                            + (f" ({total:,} with the inputs before it)" if total > size else "")
+                            + f", more than the memory limit of {budget:,}",
+                            hint="give the inputs' values (a table or a .npz file), or fix the input's dims")
+        shapes[inp.name] = (t.tensor_type.elem_type, tuple(shape))
+    rng = np.random.default_rng(seed)
+    return {name: _random(rng, elem_type, shape, name) for name, (elem_type, shape) in shapes.items()}
 
 
 def _random(rng: np.random.Generator, elem_type: int, shape: tuple[int, ...], name: str) -> np.ndarray:
-    dtype = _np_dtype(elem_type)
+    dtype = _np_dtype(elem_type, name)
     if dtype == object:
         return rng.choice(np.array(["a", "b", "c"], dtype=object), size=shape)
     if dtype == np.bool_:

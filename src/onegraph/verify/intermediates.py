@@ -13,6 +13,8 @@ import onnx
 import onnx_ir as ir
 import onnx_ir.passes.common as common_passes
 
+from onegraph.check import irsafe, native
+
 __all__ = ["inlined", "with_types", "expose", "node_order"]
 
 
@@ -20,16 +22,16 @@ def inlined(model: onnx.ModelProto) -> onnx.ModelProto:
     """``model`` with its model-local functions inlined (a copy; the input is not modified)."""
     if not model.functions:
         return model
-    m = ir.serde.deserialize_model(model)
-    common_passes.InlinePass()(m)
+    m = irsafe.from_proto(model)
+    irsafe.inline(m)
     common_passes.RemoveUnusedFunctionsPass()(m)
-    return ir.serde.serialize_model(m)
+    return irsafe.to_proto(m)
 
 
 def with_types(model: onnx.ModelProto) -> onnx.ModelProto:
     """``model`` with onnx's shape inference applied (the model as it is where inference fails)."""
     try:
-        return onnx.shape_inference.infer_shapes(model)
+        return native.infer_shapes(model)
     except Exception:  # inference is a help: a model it cannot handle is still exposed where types are known
         return model
 
@@ -50,7 +52,7 @@ def expose(model: onnx.ModelProto, names: set[str] | None = None) -> tuple[onnx.
         The rewritten model, and the names of the tensors it exposes in node order.
     """
     typed = with_types(inlined(model))
-    m = ir.serde.deserialize_model(typed)
+    m = irsafe.from_proto(typed)
     existing = {v.name for v in m.graph.outputs}
     exposed: list[str] = []
     for node in m.graph:
@@ -65,7 +67,7 @@ def expose(model: onnx.ModelProto, names: set[str] | None = None) -> tuple[onnx.
             if value.name not in existing:
                 m.graph.outputs.append(value)
                 existing.add(value.name)
-    return ir.serde.serialize_model(m), exposed
+    return irsafe.to_proto(m), exposed
 
 
 def node_order(model: onnx.ModelProto) -> list[onnx.NodeProto]:

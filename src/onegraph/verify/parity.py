@@ -17,7 +17,8 @@ import pandas as pd
 
 from onegraph.contract.columns import MISSING_STRING
 
-__all__ = ["OutputParity", "ParityReport", "outputs_parity", "compare", "as_graph_values"]
+__all__ = ["OutputParity", "ParityReport", "outputs_parity", "compare", "as_graph_values", "parity_batch_rows",
+           "PARITY_BATCH_BYTES"]
 
 
 @dataclasses.dataclass
@@ -70,6 +71,27 @@ class ParityReport:
         return "\n".join([head] + [f"  {o}" for o in self.outputs])
 
 
+#: bytes a parity run's widest intermediate value may take per onnxruntime call (see parity_batch_rows)
+PARITY_BATCH_BYTES = 16 << 20
+
+
+def parity_batch_rows(model: Any) -> int:
+    """Rows per onnxruntime call when checking ``model`` (a ``ModelProto``; anything else: the session's
+    default): a graph with a wide intermediate value (a one-hot block of 200,000 categories is 1.6 MB a row
+    in double, as dense as the graph computes it) is run on batches whose widest value takes about
+    :data:`PARITY_BATCH_BYTES`, so the check costs memory linear in the width, whatever the sample's rows.
+    The width is the largest static second dimension of the graph's typed values, or its number of outputs."""
+    graph = getattr(model, "graph", None)
+    if graph is None:
+        return 65536
+    widest = len(graph.output)
+    for info in (*graph.value_info, *graph.output):
+        dims = info.type.tensor_type.shape.dim
+        if len(dims) == 2 and dims[1].HasField("dim_value"):
+            widest = max(widest, dims[1].dim_value)
+    return int(max(1, min(65536, PARITY_BATCH_BYTES // (8 * max(widest, 1)))))
+
+
 def outputs_parity(model: Any, data: Any, expected: Mapping[Any, Any], *, rtol: float = 1e-6,
                    atol: float = 1e-12) -> ParityReport:
     """Run ``model`` (in onnxruntime) on ``data`` and compare each output with its expected values.
@@ -96,7 +118,7 @@ def outputs_parity(model: Any, data: Any, expected: Mapping[Any, Any], *, rtol: 
     """
     from onegraph.runtime.session import Session
 
-    session = Session(model)
+    session = Session(model, batch_size=parity_batch_rows(model))
     got = session.run(data)
     features = [o for o in session.outputs if o.get("role") == "feature"]
     results = []

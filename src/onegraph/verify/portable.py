@@ -20,8 +20,9 @@ from collections.abc import Iterator
 
 import onnx
 import onnx.shape_inference
-import onnx_ir as ir
 from onnx import TensorProto
+
+from onegraph.check import irsafe, native
 
 __all__ = ["STANDARD_DOMAINS", "LOCALE_DEPENDENT_OPS", "all_nodes", "portability_problems"]
 
@@ -58,11 +59,9 @@ def all_nodes(model: onnx.ModelProto) -> Iterator[tuple[onnx.NodeProto, str]]:
 def _inlined(model: onnx.ModelProto) -> onnx.ModelProto:
     """``model`` with its local functions inlined by onnx-ir (onnx 1.23's own inliner leaves a graph whose
     shape inference crashes the process when a function body holds a Loop, as onegraph's text steps do)."""
-    from onnx_ir.passes.common import InlinePass
-
-    copy = ir.from_proto(model)
-    InlinePass()(copy)
-    return ir.to_proto(copy)
+    copy = irsafe.from_proto(model)
+    irsafe.inline(copy)
+    return irsafe.to_proto(copy)
 
 
 def _typed(model: onnx.ModelProto) -> tuple[dict[str, int], onnx.GraphProto] | None:
@@ -70,7 +69,7 @@ def _typed(model: onnx.ModelProto) -> tuple[dict[str, int], onnx.GraphProto] | N
     inference), or None when inference fails."""
     try:
         inlined = _inlined(model) if model.functions else model
-        inferred = onnx.shape_inference.infer_shapes(inlined, check_type=False, strict_mode=False)
+        inferred = native.infer_shapes(inlined)
     except Exception:  # onnx raises several types for models it cannot infer
         return None
     types: dict[str, int] = {}

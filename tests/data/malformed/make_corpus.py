@@ -93,6 +93,39 @@ def _raw_data_length() -> onnx.ModelProto:
                              producer_name="onegraph-corpus")
 
 
+def _folded_constant_of_shape() -> onnx.ModelProto:
+    """``ConstantOfShape(Mul(Constant, Constant))``: no stored tensor is large, the shape is [100000, 1000000]
+    float (400 GB) once the constants are folded."""
+    return _parsed("""<ir_version: 10, opset_import: ["" : 21]>
+graph () => (float y) {
+   a = Constant <value = int64[1] {1000}> ()
+   b = Constant <value = int64[2] {100, 1000}> ()
+   shape = Mul (a, b)
+   y = ConstantOfShape (shape)
+}""")
+
+
+def _gather_nd_batch_dims() -> onnx.ModelProto:
+    """``GatherND`` with ``batch_dims = 1`` over constant data [2, 3] and indices [5, 1]: the batch dims differ."""
+    return _parsed("""<ir_version: 10, opset_import: ["" : 21]>
+graph (int64[1] unused) => (float y) {
+   data = Constant <value = float[2, 3] {1, 2, 3, 4, 5, 6}> ()
+   indices = Constant <value = int64[5, 1] {0, 1, 2, 0, 1}> ()
+   y = GatherND <batch_dims = 1> (data, indices)
+}""")
+
+
+def _with_metadata(key: str, value: str) -> onnx.ModelProto:
+    model = _valid()
+    model.metadata_props.add(key=key, value=value)
+    return model
+
+
+def _huge_input_dim() -> onnx.ModelProto:
+    return _parsed("""<ir_version: 10, opset_import: ["" : 21]>
+graph (float[N, 2147483648, 128] x) => (float[N, 2147483648, 128] y) { y = Relu (x) }""")
+
+
 #: file -> (crash class, model builder, codes that must be reported, public report)
 CASES = {
     "traversal-dotdot.onnx": ("path traversal: '..'", lambda: _matmul_model(f"../{WEIGHTS}"), ["C102"],
@@ -114,6 +147,17 @@ CASES = {
                            "issue 7: products of dims that overflow"),
     "huge-constant-of-shape.onnx": ("huge allocation at load (constant folding)", _huge_constant_of_shape, ["C204"],
                                     "issue 7: huge declared dims allocate gigabytes"),
+    "folded-constant-of-shape.onnx": ("huge allocation from folded constants", _folded_constant_of_shape,
+                                      ["C204"], "issue 14, kind 10: ConstantOfShape of Mul(Constant, Constant)"),
+    "gathernd-batch-dims.onnx": ("GatherND batch_dims against constant shapes", _gather_nd_batch_dims, ["C315"],
+                                 "issue 14, kind 10: GatherND whose batch_dims disagrees with its constants"),
+    "metadata-nested.onnx": ("metadata JSON nested past the recursion limit", lambda: _with_metadata(
+        "org.onegraph.outputs", "[" * 5000 + "]" * 5000), ["C601"],
+                             "issue 14, kind 3: RecursionError from nested metadata in score / show"),
+    "metadata-wrong-type.onnx": ("metadata of the wrong JSON type", lambda: _with_metadata(
+        "org.onegraph.inputs", '{"name": "x"}'), ["C601"], "issue 14, kind 3: a dict where the schema wants a list"),
+    "huge-input-dim.onnx": ("input dim of 2^31: no feed fits the memory limit", _huge_input_dim, ["C602"],
+                            "issue 14, kind 3: convert / compare generate a 1 TiB random feed"),
     "raw-data-length.onnx": ("raw_data shorter than dims x dtype", _raw_data_length, ["C201"],
                              "out-of-bounds reads of tensor data"),
     "gemm-garbage-attributes.onnx": ("Gemm with garbage attributes", lambda: _parsed(

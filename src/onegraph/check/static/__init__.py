@@ -12,7 +12,16 @@ from collections.abc import Iterator
 import onnx
 
 from onegraph.check.findings import Finding
-from onegraph.check.static import operators, rules, strings, structure, tensors
+from onegraph.check.static import (
+    fold,
+    inputs,
+    metadata,
+    operators,
+    rules,
+    strings,
+    structure,
+    tensors,
+)
 from onegraph.check.static.walk import bodies, domain_of
 from onegraph.check.static.walk import tensors as stored_tensors
 
@@ -36,8 +45,9 @@ def static_findings(model: onnx.ModelProto, *, folder: str | None = None, memory
     -------
     list of Finding
         Names that are not UTF-8 (C007; ``model`` is fixed in place so the rest can compare names), then
-        external data (C10x), stored tensors (C20x), wiring (C30x), operators and versions (C40x), in that
-        order per graph. One C109 at most.
+        versions (C401, C405), metadata and inputs (C60x), then per graph external data (C10x), stored
+        tensors (C20x), wiring (C30x), operators (C40x), constant folding (C203 / C204 allocations, C313-C315
+        shapes), in that order. One C109 at most.
     """
     found = list(_all(model, folder, memory))
     first_c109 = next((i for i, f in enumerate(found) if f.code == "C109"), None)
@@ -50,13 +60,18 @@ def _all(model: onnx.ModelProto, folder: str | None, memory: int) -> Iterator[Fi
         return
     yield from strings.sanitize(model)
     yield from operators.check_versions(model)
+    yield from metadata.check_metadata(model)
+    yield from inputs.check_inputs(model.graph, memory)
     functions = operators.local_functions(model)
+    folding = fold.Folder(memory)
     for body in bodies(model):
+        yield from tensors.check_attribute_values(body.nodes, body.path)
         for site in stored_tensors(body):
             yield from tensors.check_tensor(site, folder=folder, memory=memory)
         yield from structure.check_body(body)
         yield from operators.check_nodes(body, functions)
-        yield from rules.check_rules(body, memory)
+        yield from rules.check_rules(body)
+        yield from folding.body(body, main=model.graph)
     calls = {key: {(domain_of(n.domain), n.op_type, n.overload) for n in fn.node} for key, fn in functions.items()}
     for key in structure.function_cycles(calls):
         index = list(functions).index(key)

@@ -2,20 +2,19 @@
 
 Shape-inference and kernel code has crashed on attribute values and input ranks its schema forbids but the
 generic checks cannot see (onnx/onnx#6185: Gemm with ``transB = 823`` and a rank-0 ``B``; onnx/onnx#6180: Conv
-with a rank-0 weight), and onnxruntime folds constant shapes into tensors when it opens a model, so a
-``ConstantOfShape`` with a huge constant shape allocates at load time. Each rule reads only what the model
-states (declared ranks, stored constants); what it cannot see it leaves to the later stages.
+with a rank-0 weight). Each rule reads only what the model states (declared ranks, stored constants); what it
+cannot see it leaves to the later stages. Allocations and shapes that constants decide are checked by
+:mod:`onegraph.check.static.fold`.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator
 
 import onnx
 
 from onegraph.check.findings import Finding
-from onegraph.check.static.tensors import INT64_MAX, byte_size, small_ints
+from onegraph.check.static.tensors import small_ints
 from onegraph.check.static.walk import (
     Body,
     constants,
@@ -41,9 +40,9 @@ def rule(*op_types: str) -> Callable[[_Rule], _Rule]:
 class _Node:
     """A node with what the rules ask of it."""
 
-    def __init__(self, node: onnx.NodeProto, index: int, body: Body, ranks: dict, consts: dict, memory: int):
+    def __init__(self, node: onnx.NodeProto, index: int, body: Body, ranks: dict, consts: dict):
         self.node, self.path, self.label = node, f"{body.path}.node[{index}]", node_label(node, index)
-        self.ranks, self.consts, self.memory = ranks, consts, memory
+        self.ranks, self.consts = ranks, consts
         self.attrs = {a.name: a for a in node.attribute}
 
     def rank(self, k: int) -> int | None:
@@ -58,14 +57,15 @@ class _Node:
         return Finding(code, message, f"{self.path}.{field}", node=self.label)
 
 
-def check_rules(body: Body, memory: int) -> Iterator[Finding]:
-    """C311, C312 and C203 / C204 (constant-shape allocations) for the default-domain nodes of ``body``."""
+def check_rules(body: Body) -> Iterator[Finding]:
+    """C311 and C312 for the default-domain nodes of ``body`` (allocations whose size constants decide, and the
+    shapes constants make invalid, are :mod:`onegraph.check.static.fold`'s)."""
     if not any(n.op_type in _RULES for n in body.nodes):
         return
     ranks, consts = declared_ranks(body), constants(body)
     for i, node in enumerate(body.nodes):
         if domain_of(node.domain) == "" and node.op_type in _RULES:
-            view = _Node(node, i, body, ranks, consts, memory)
+            view = _Node(node, i, body, ranks, consts)
             for fn in _RULES[node.op_type]:
                 yield from fn(view)
 
@@ -123,44 +123,3 @@ def _window_attributes(n: _Node, spatial: int | None) -> Iterator[Finding]:
         elif want is not None and len(values) != want:
             yield n.finding("C311", f"{name} has {len(values)} values; the input's {spatial} spatial axes need "
                             f"{want}", f"attribute[{name}]")
-
-
-@rule("ConstantOfShape")
-def _constant_of_shape(n: _Node) -> Iterator[Finding]:
-    shape = n.const_ints(0)
-    if shape is not None:
-        value = n.attrs.get("value")
-        dtype = value.t.data_type if value is not None and value.HasField("t") else onnx.TensorProto.FLOAT
-        yield from _allocation(n, shape, dtype, "input[0]", "the constant shape")
-
-
-@rule("Expand")
-def _expand(n: _Node) -> Iterator[Finding]:
-    shape = n.const_ints(1)
-    if shape is not None:
-        data = n.consts.get(n.node.input[0])
-        # without the data's type, one byte per element: a lower bound, so no false alarm
-        dtype = data.data_type if data is not None else onnx.TensorProto.UINT8
-        yield from _allocation(n, shape, dtype, "input[1]", "the constant shape")
-
-
-@rule("Tile")
-def _tile(n: _Node) -> Iterator[Finding]:
-    repeats = n.const_ints(1)
-    data = n.consts.get(n.node.input[0]) if n.node.input else None
-    if repeats is not None and data is not None and len(repeats) == len(data.dims):
-        yield from _allocation(n, [d * r for d, r in zip(data.dims, repeats)], data.data_type, "input[1]",
-                               "the constant input times its repeats")
-
-
-def _allocation(n: _Node, shape: list[int], dtype: int, field: str, what: str) -> Iterator[Finding]:
-    if any(d < 0 for d in shape):
-        return  # -1 and friends are left to shape inference
-    elements = math.prod(shape)
-    if elements > INT64_MAX:
-        yield n.finding("C203", f"{what} {shape[:8]} holds more elements than int64 can count", field)
-        return
-    size = byte_size(elements, dtype) or elements
-    if size > n.memory:
-        yield n.finding("C204", f"{what} {shape[:8]} asks for {size:,} bytes, more than the memory limit "
-                        f"{n.memory:,}; onnxruntime folds constants when it opens the model", field)

@@ -18,9 +18,11 @@ import onnx
 from onnx import TensorProto
 
 from onegraph.check.findings import Finding
-from onegraph.check.static.walk import TensorSite
+from onegraph.check.static.walk import TensorSite, bodies
+from onegraph.check.static.walk import tensors as stored_tensors
 
-__all__ = ["INT64_MAX", "element_bits", "byte_size", "type_name", "check_tensor", "small_ints"]
+__all__ = ["INT64_MAX", "element_bits", "byte_size", "type_name", "check_tensor", "check_attribute_values",
+           "small_ints", "census"]
 
 INT64_MAX = (1 << 63) - 1
 _SUB_BYTE_BITS = {TensorProto.INT4: 4, TensorProto.UINT4: 4, TensorProto.FLOAT4E2M1: 4,
@@ -58,6 +60,23 @@ def _typed_count(elements: int, data_type: int) -> int:
         return 2 * elements
     per = _PACKED_TYPED.get(_SUB_BYTE_BITS.get(data_type, 0))
     return -(-elements // per) if per else elements
+
+
+#: attribute type -> the field that must hold its value (presence is all protobuf records for these)
+_HOLDER = {onnx.AttributeProto.TENSOR: "t", onnx.AttributeProto.GRAPH: "g",
+           onnx.AttributeProto.SPARSE_TENSOR: "sparse_tensor", onnx.AttributeProto.TYPE_PROTO: "tp"}
+
+
+def check_attribute_values(nodes: Iterator[onnx.NodeProto], path: str) -> Iterator[Finding]:
+    """C207 for an attribute that declares a tensor / graph / sparse tensor / type but holds none: every
+    reader (onnx-ir, onnxruntime, the converters) would take an empty default (a tensor of undefined type)."""
+    for i, node in enumerate(nodes):
+        for attr in node.attribute:
+            holder = _HOLDER.get(attr.type)
+            if holder is not None and not attr.ref_attr_name and not attr.HasField(holder):
+                yield Finding("C207", f"attribute {attr.name[:80]!r} declares a {holder} value and holds none",
+                              f"{path}.node[{i}].attribute[{attr.name[:80]}]",
+                              node=node.name or f"#{i} {node.op_type}")
 
 
 def check_tensor(site: TensorSite, *, folder: str | None, memory: int) -> Iterator[Finding]:
@@ -179,6 +198,20 @@ def _external_file(folder: str, parts: list[str], numbers: dict, size: int | Non
     elif length is None and info.st_size - offset < size:
         yield Finding("C107", f"{location!r} holds {info.st_size - offset} bytes after offset {offset}; the tensor "
                       f"needs {size}", f"{path}[offset]", **where)
+
+
+def census(model: onnx.ModelProto) -> tuple[int, int]:
+    """What ``model`` declares: its nodes (every graph, subgraph and function) and the bytes of its stored
+    tensors (dims x dtype, external data included; tensors whose dims are invalid count 0: the C20x rules
+    report them)."""
+    nodes = size = 0
+    for body in bodies(model):
+        nodes += len(body.nodes)
+        for site in stored_tensors(body):
+            dims = list(site.tensor.dims)
+            if all(d >= 0 for d in dims) and math.prod(dims) <= INT64_MAX:
+                size += byte_size(math.prod(dims), site.tensor.data_type) or len(site.tensor.string_data) * 8
+    return nodes, size
 
 
 def small_ints(t: onnx.TensorProto, limit: int = 64) -> list[int] | None:

@@ -18,6 +18,7 @@ import onnx
 import onnx_ir as ir
 from onnx import inliner
 
+from onegraph.check import irsafe
 from onegraph.emit import OPSET, GraphBuilder
 from onegraph.errors import ExportError
 
@@ -60,7 +61,7 @@ def splice(g: GraphBuilder, proto: onnx.ModelProto, feeds: Mapping[str, ir.Value
     if aligned is proto:  # onnx-ir writes renamed initializers through to their TensorProto: work on a copy
         aligned = onnx.ModelProto()
         aligned.CopyFrom(proto)
-    sub = ir.from_proto(aligned)
+    sub = irsafe.from_proto(aligned)
     upgrade_tree_ensembles(sub)
     for domain, version in sub.opset_imports.items():
         have = g.graph.opset_imports.get(domain)

@@ -17,7 +17,6 @@ import sklearn.pipeline
 import sklearn.preprocessing
 
 from onegraph.emit import (
-    BOOL,
     DOUBLE,
     Col,
     GraphBuilder,
@@ -26,6 +25,11 @@ from onegraph.emit import (
 )
 from onegraph.errors import ExportError
 from onegraph.export.adapters.ops import expm1, log1p
+
+# onegraph's transformers register the emitters of scikit-learn's own (SimpleImputer, OneHotEncoder, the
+# scalers...) when their module is imported: a pipeline of scikit-learn objects alone needs them too
+from onegraph.frame import transformers as _registers_emitters  # noqa: F401
+from onegraph.frame.tensors import expm1, log1p
 
 __all__ = ["emit_step", "step_name", "emit_pipeline", "emit_column_transformer", "emit_feature_union",
            "emit_function_transformer"]

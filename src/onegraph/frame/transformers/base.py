@@ -21,14 +21,23 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from sklearn.base import BaseEstimator, TransformerMixin, _fit_context
-from sklearn.utils._param_validation import InvalidParameterError, validate_parameter_constraints
+from sklearn.utils._param_validation import (
+    InvalidParameterError,
+    validate_parameter_constraints,
+)
 from sklearn.utils.validation import check_is_fitted
 
 from onegraph.contract.columns import MISSING_STRING, ColumnSpec, spec_for
 from onegraph.contract.feeds import to_feed
 from onegraph.contract.tables import as_pandas
 from onegraph.emit import Col, GraphBuilder
-from onegraph.errors import ColumnTypeError, ConfigError, DataError, ExportError, MissingColumnError
+from onegraph.errors import (
+    ColumnTypeError,
+    ConfigError,
+    DataError,
+    ExportError,
+    MissingColumnError,
+)
 from onegraph.frame.transformers.constraints import describe
 
 __all__ = ["NUMERIC_KINDS", "FrameTransformer", "ColumnWise", "numbers", "texts", "category_values", "matrix_of"]

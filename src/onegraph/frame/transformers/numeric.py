@@ -20,6 +20,7 @@ import sklearn.preprocessing
 from onegraph.contract.columns import MISSING_STRING
 from onegraph.emit import BOOL, DOUBLE, STRING, Col, GraphBuilder, register_emitter
 from onegraph.errors import ColumnTypeError, ExportError
+from onegraph.frame.tensors import expm1, log1p
 from onegraph.frame.transformers.base import (
     NUMERIC_KINDS,
     FrameTransformer,
@@ -171,40 +172,64 @@ def emit_power_transformer(est: Any, g: GraphBuilder, cols: list[Col]) -> list[C
     return g.block(y, [c.name for c in cols], "float", DOUBLE)
 
 
-def _is_zero(v: float) -> bool:
-    return abs(v) < np.spacing(1.0)
-
-
 def _yeo_johnson(g: GraphBuilder, x, lmbda: float):
-    """sklearn's ``_yeo_johnson_transform``: piecewise on the sign of x, log where lambda is 0 (or 2)."""
-    one = g.const(np.float64(1.0), "one")
-    zero = g.const(np.float64(0.0), "zero")
-    pos_in = g.op("Add", x, one, dtype=DOUBLE)  # x + 1 (used where x >= 0)
-    if _is_zero(lmbda):
-        pos = g.op("Log", pos_in, dtype=DOUBLE)
+    """``scipy.stats.yeojohnson(x, lmbda)`` (what scikit-learn 1.9's ``PowerTransformer.transform`` calls), in
+    its operation order (scipy's ``_yeojohnson_transform``; ``eps`` = 2**-52, the float64 machine epsilon):
+
+    * ``x >= 0``: ``log1p(x)`` if ``|lmbda| < eps``, else ``expm1(lmbda * log1p(x)) / lmbda``;
+    * ``x < 0``: ``-log1p(-x)`` if ``|lmbda - 2| <= eps``, else ``-expm1((2 - lmbda) * log1p(-x)) / (2 - lmbda)``;
+    * NaN stays NaN.
+
+    ``log1p`` / ``expm1`` are :func:`onegraph.frame.tensors.log1p` / ``expm1`` (ONNX has neither): the values
+    differ from numpy's only by the ulps of onnxruntime's ``Log`` / ``Exp`` against the C library's.
+    """
+    eps = float(np.finfo(np.float64).eps)
+    lmbda = float(lmbda)
+    if abs(lmbda) < eps:
+        pos = log1p(g, x)
     else:
         lam = g.const(np.float64(lmbda), "lambda")
-        pos = g.op("Div", g.op("Sub", g.op("Pow", pos_in, lam, dtype=DOUBLE), one, dtype=DOUBLE), lam, dtype=DOUBLE)
-    neg_in = g.op("Sub", one, x, dtype=DOUBLE)  # -x + 1 (used where x < 0)
-    if _is_zero(lmbda - 2):
-        neg = g.op("Neg", g.op("Log", neg_in, dtype=DOUBLE), dtype=DOUBLE)
+        pos = g.op("Div", expm1(g, g.op("Mul", lam, log1p(g, x), dtype=DOUBLE)), lam, dtype=DOUBLE)
+    minus_x = g.op("Neg", x, dtype=DOUBLE)
+    if abs(lmbda - 2) > eps:
+        lam2 = g.const(np.float64(2 - lmbda), "two_minus_lambda")
+        grown = expm1(g, g.op("Mul", lam2, log1p(g, minus_x), dtype=DOUBLE))
+        neg = g.op("Div", g.op("Neg", grown, dtype=DOUBLE), lam2, dtype=DOUBLE)
     else:
-        lam2 = g.const(np.float64(2.0 - lmbda), "two_minus_lambda")
-        neg = g.op("Neg", g.op("Div", g.op("Sub", g.op("Pow", neg_in, lam2, dtype=DOUBLE), one, dtype=DOUBLE),
-                               lam2, dtype=DOUBLE), dtype=DOUBLE)
-    nonneg = g.op("GreaterOrEqual", x, zero, dtype=BOOL)
+        neg = g.op("Neg", log1p(g, minus_x), dtype=DOUBLE)
+    nonneg = g.op("GreaterOrEqual", x, g.const(np.float64(0.0), "zero"), dtype=BOOL)
     out = g.op("Where", nonneg, pos, neg, dtype=DOUBLE)
-    # NaN compares false, so it took the negative branch: put NaN back where x is NaN.
+    # NaN compares false, so it took the negative branch (which gives NaN too): keep x's NaN as it is.
     return g.op("Where", g.op("IsNaN", x, dtype=BOOL), x, out, dtype=DOUBLE)
 
 
+#: scipy's ``boxcox``: below this |lambda| the result is ``log(x)``; ``lambda * log(x)`` at or above
+#: ``_BOX_COX_BIG`` takes the form that does not overflow before the division by lambda
+_BOX_COX_ZERO = 1e-19
+_BOX_COX_BIG = 709.78
+
+
 def _box_cox(g: GraphBuilder, x, lmbda: float):
-    """scipy's ``boxcox`` with a fixed lambda: ``log(x)`` at 0, else ``(x**l - 1) / l``."""
-    if _is_zero(lmbda):
-        return g.op("Log", x, dtype=DOUBLE)
+    """``scipy.special.boxcox(x, lmbda)`` (scikit-learn's Box-Cox ``transform``), in its operation order
+    (scipy's ``_boxcox.pxd``): ``log(x)`` if ``|lmbda| < 1e-19``; else with ``t = lmbda * log(x)``:
+    ``expm1(t) / lmbda`` where ``t < 709.78``, ``copysign(1, lmbda) * exp(t - log|lmbda|) - 1 / lmbda`` above
+    (no premature overflow). ``log|lmbda|`` and ``1 / lmbda`` are constants computed here as C computes them."""
+    import math
+
+    lmbda = float(lmbda)
+    log_x = g.op("Log", x, dtype=DOUBLE)
+    if abs(lmbda) < _BOX_COX_ZERO:
+        return log_x
     lam = g.const(np.float64(lmbda), "lambda")
-    one = g.const(np.float64(1.0), "one")
-    return g.op("Div", g.op("Sub", g.op("Pow", x, lam, dtype=DOUBLE), one, dtype=DOUBLE), lam, dtype=DOUBLE)
+    t = g.op("Mul", lam, log_x, dtype=DOUBLE)
+    small = g.op("Div", expm1(g, t), lam, dtype=DOUBLE)
+    shifted = g.op("Exp", g.op("Sub", t, g.const(np.float64(math.log(abs(lmbda))), "log_abs_lambda"), dtype=DOUBLE),
+                   dtype=DOUBLE)
+    big = g.op("Sub", g.op("Mul", g.const(np.float64(math.copysign(1.0, lmbda)), "sign"), shifted, dtype=DOUBLE),
+               g.const(np.float64(1.0 / lmbda), "inverse_lambda"), dtype=DOUBLE)
+    # NaN compares false: it takes the big branch, which gives NaN too, as scipy does
+    return g.op("Where", g.op("Less", t, g.const(np.float64(_BOX_COX_BIG), "big"), dtype=BOOL), small, big,
+                dtype=DOUBLE)
 
 
 # -- clipping and log -----------------------------------------------------------------------------

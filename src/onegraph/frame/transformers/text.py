@@ -21,7 +21,12 @@ from onegraph.emit import BOOL, DOUBLE, INT64, STRING, Col, GraphBuilder
 from onegraph.errors import ColumnTypeError
 from onegraph.frame.strings import concat, full_match, part, split, text
 from onegraph.frame.tensors import Val, any_of, maximum, where
-from onegraph.frame.transformers.base import ColumnWise, FrameTransformer, numbers, texts
+from onegraph.frame.transformers.base import (
+    ColumnWise,
+    FrameTransformer,
+    numbers,
+    texts,
+)
 from onegraph.frame.transformers.constraints import Satisfies
 
 __all__ = ["StringConcat", "StringSplit", "ValueMap", "RegexMatch"]

@@ -99,7 +99,14 @@ def _fuse(model: ir.Model, chosen: list[Family], as_functions: bool) -> dict[str
         return counts
     for family in chosen:
         for key, entries in family.make().items():
-            counts[key] = pattern.RewriteRuleSet([rule for rule, _ in entries]).apply_to_model(model)
+            try:
+                counts[key] = pattern.RewriteRuleSet([rule for rule, _ in entries]).apply_to_model(model)
+            except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
+                # the rewriter (its constant propagation first) misreads malformed nodes: a Constant whose
+                # value attribute has another type, say (the caller writes nothing)
+                raise PassError(f"the {family.name} rules cannot run on this model: {type(exc).__name__}: "
+                                f"{' '.join(str(exc).split())[:200]}",
+                                hint="check the model with `onegraph check`") from None
         if family.after is not None:
             counts.update(family.after(model))
     RemoveUnusedNodesPass()(model)
@@ -123,17 +130,28 @@ class FusePass(ir.passes.InPlacePass):
 def _infer_types(model: ir.Model) -> None:
     """Fill in element types and shapes the exporter did not record (the rules check them).
 
-    ONNX shape inference through onnx-ir; a model it cannot infer (custom operators) is left as it is,
-    and rules needing a missing type simply do not fire.
+    ONNX shape inference, run in the checking process (the model may come from any file: onnx's C++ inference
+    crashes on some graphs, :mod:`onegraph.check.native`), merged back by value name; a model it cannot infer
+    (custom operators) is left as it is, and rules needing a missing type simply do not fire.
     """
-    from onnx_ir.passes.common import ShapeInferencePass
+    from onegraph.check.native import infer_shapes
 
     if all(v.type is not None and v.shape is not None for node in model.graph for v in node.outputs):
         return  # the exporter recorded them all (PyTorch's dynamo exporter does)
     try:
-        ShapeInferencePass()(model)
-    except Exception:  # onnx's inference raises several types for models it cannot handle
-        pass
+        inferred = ir.from_proto(infer_shapes(ir.to_proto(model), check_type=True, data_prop=True))
+    except Exception:  # onnx's inference raises several types for models it cannot handle, or crashed there
+        return
+    for graph, typed in zip(model.graphs(), inferred.graphs()):
+        known = ir.convenience.create_value_mapping(typed)
+        for name, value in ir.convenience.create_value_mapping(graph).items():
+            other = known.get(name)
+            if other is None:
+                continue
+            if value.shape is None and other.shape is not None:
+                value.shape = other.shape
+            if value.type is None and other.type is not None:
+                value.type = other.type
 
 
 def _wrap(model: ir.Model, chosen: list[Family]) -> dict[str, int]:

@@ -1,0 +1,67 @@
+"""onnx-ir on models from untrusted files: its exceptions, when they mean "this model is malformed", as
+onegraph errors naming the model.
+
+onnx-ir refuses some messages a check lets through (duplicate value names, a value defined twice, a name that
+is not UTF-8 when written back) with ``SerdeError``; its inliner refuses inconsistent function calls (an opset
+that differs from the model's, more inputs than the function takes, a name it cannot find) with
+``ValueError`` / ``RuntimeError``. Every conversion between protobuf and onnx-ir, and every inlining, of a
+model that came from a file goes through here, so a bad file is one :class:`~onegraph.errors.ModelFileError`
+(or :class:`~onegraph.errors.PassError` for inlining), never a traceback.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from onegraph.errors import ModelFileError, PassError
+
+__all__ = ["from_proto", "to_proto", "inline"]
+
+
+def _reason(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    cause = exc.__cause__ or exc.__context__
+    if cause is not None and type(exc).__name__ == "SerdeError":  # onnx-ir wraps the real reason
+        text = f"{text}: {' '.join(str(cause).split())}"
+    return text[:400]
+
+
+def from_proto(proto: Any, what: str = "the model") -> Any:
+    """``onnx_ir.from_proto(proto)``; :class:`ModelFileError` naming ``what`` when onnx-ir refuses it."""
+    import onnx_ir as ir
+
+    try:
+        return ir.from_proto(proto)
+    except RecursionError:
+        raise ModelFileError(f"{what} nests subgraphs too deeply to be read") from None
+    except Exception as exc:  # SerdeError, or what its deserializers raise on odd messages
+        raise ModelFileError(f"{what} cannot be read as a graph: {_reason(exc)}",
+                             hint="check it with `onegraph check`") from None
+
+
+def to_proto(model: Any, what: str = "the model") -> Any:
+    """``onnx_ir.to_proto(model)``; :class:`ModelFileError` naming ``what`` when onnx-ir cannot write it (a
+    name that is not UTF-8 text, say)."""
+    import onnx_ir as ir
+
+    try:
+        return ir.to_proto(model)
+    except RecursionError:
+        raise ModelFileError(f"{what} nests subgraphs too deeply to be written") from None
+    except Exception as exc:  # SerdeError wrapping protobuf's encoding errors
+        raise ModelFileError(f"{what} cannot be written back as ONNX: {_reason(exc)}",
+                             hint="check it with `onegraph check`") from None
+
+
+def inline(model: Any, what: str = "the model", selector: Any = None) -> None:
+    """onnx-ir's ``InlinePass`` on ``model`` (in place; ``selector`` picks the functions, None: all);
+    :class:`PassError` naming ``what`` and the call the inliner refused."""
+    from onnx_ir.passes.common import InlinePass
+
+    try:
+        InlinePass(selector)(model) if selector is not None else InlinePass()(model)
+    except RecursionError:
+        raise PassError(f"{what}: model-local functions call each other too deeply to be inlined") from None
+    except Exception as exc:  # ValueError / RuntimeError / PreconditionError for calls it cannot inline
+        raise PassError(f"{what}: its functions cannot be inlined: {_reason(exc)}",
+                        hint="check the model with `onegraph check`; `onegraph functions list` shows its calls") from None

@@ -1,0 +1,128 @@
+"""Issue 14, kinds 1 and 2: the caller survives, and every bad model is one onegraph error.
+
+Kind 1 (caller SIGSEGV): onnx's native code on a model derived from a file (a function body converted, an
+inlined copy) runs in the checking process (onegraph.check.native). Kind 2 (tracebacks): onnx-ir's SerdeError,
+the inliner's errors, JSON nested too deeply, are onegraph errors naming the model (onegraph.check.irsafe,
+contract.metadata). Each case failed before its fix (a dead test process, or exit 70 / a traceback)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import numpy as np
+
+from onegraph.errors import OnegraphError
+
+CAMPAIGN = Path(__file__).parent / "data" / "campaign"
+
+
+def _one_line_error(done) -> None:
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode not in (0, 70), done.stderr
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_converter_crash_is_contained(cli, tmp_path):
+    """Kind 1: `convert --opset` of this mutant segfaulted onnx's version converter in the caller."""
+    done = cli("convert", str(CAMPAIGN / "converter-segfault.onnx"), "--opset", "13", "-o", str(tmp_path / "o.onnx"))
+    _one_line_error(done)
+    assert not (tmp_path / "o.onnx").exists()
+
+
+def _duplicate_outputs() -> onnx.ModelProto:
+    """Two nodes writing one value: onnx-ir refuses it (SerdeError), onnx's checker does not stop it first."""
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"]), helper.make_node("Neg", ["x"], ["y"])], "dup",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+
+
+def _function_of_another_opset() -> onnx.ModelProto:
+    """A local function whose opset differs from the model's: onnx-ir's inliner raises ValueError."""
+    f = helper.make_function("local", "F", ["a"], ["b"], [helper.make_node("Relu", ["a"], ["b"])],
+                             [helper.make_opsetid("", 21)])
+    g = helper.make_graph([helper.make_node("F", ["x"], ["y"], domain="local")], "fn",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    return helper.make_model(g, functions=[f], opset_imports=[helper.make_opsetid("", 17),
+                                                              helper.make_opsetid("local", 1)], ir_version=10)
+
+
+@pytest.mark.parametrize("make,argv", [
+    (_duplicate_outputs, ["functions", "list"]),
+    (_duplicate_outputs, ["stats", "strip", "-o", "{out}"]),
+    (_duplicate_outputs, ["fuse", "-o", "{out}"]),
+    (_duplicate_outputs, ["compare", "--rows", "2"]),
+    (_function_of_another_opset, ["functions", "inline", "-o", "{out}"]),
+    (_function_of_another_opset, ["compare", "--rows", "2"]),
+    (_function_of_another_opset, ["convert", "--fp16", "-o", "{out}"]),
+], ids=["serde-list", "serde-strip", "serde-fuse", "serde-compare", "inline", "inline-compare", "inline-fp16"])
+def test_what_onnx_ir_refuses_is_one_error(cli, tmp_path, make, argv):
+    """Kind 2: onnx-ir's SerdeError and the inliner's ValueError reached the user as internal errors."""
+    path = tmp_path / "m.onnx"
+    onnx.save(make(), path)
+    command, rest = argv[0], [a.replace("{out}", str(tmp_path / "o.onnx")) for a in argv[1:]]
+    words = [command] + ([rest.pop(0)] if command in ("functions", "stats") else [])
+    _one_line_error(cli(*words, str(path), *rest))
+
+
+def _nested_metadata(depth: int = 100_000) -> onnx.ModelProto:
+    w = numpy_helper.from_array(np.ones((2, 2), np.float32), "w")
+    g = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["y"])], "meta",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 2])], [w])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    helper.set_model_props(model, {"org.onegraph.outputs": "[" * depth + "]" * depth})
+    return model
+
+
+@pytest.mark.parametrize("argv", [["show"], ["show", "--json"], ["meta", "show"], ["fed", "params"]])
+def test_metadata_nested_too_deeply_is_one_error_or_reported(cli, tmp_path, argv):
+    """Kind 2: a RecursionError from deeply nested metadata JSON was a traceback of show / fed params."""
+    path = tmp_path / "m.onnx"
+    onnx.save(_nested_metadata(), path)
+    done = cli(*argv, str(path))
+    assert done.returncode != 70 and "Traceback" not in done.stderr, done.stderr
+    if done.returncode:
+        _one_line_error(done)
+
+
+def test_the_python_functions_raise_onegraph_errors(tmp_path):
+    from onegraph.convert import convert_opset
+    from onegraph.stats import read_stats
+    from onegraph.verify import compare_runtimes
+
+    for make, call in [(_duplicate_outputs, read_stats), (_function_of_another_opset, compare_runtimes),
+                       (_duplicate_outputs, lambda p: convert_opset(p, 13))]:
+        path = tmp_path / f"{make.__name__}.onnx"
+        onnx.save(make(), path)
+        with pytest.raises(OnegraphError):
+            call(path)
+    with pytest.raises(OnegraphError):
+        convert_opset(CAMPAIGN / "converter-segfault.onnx", 13)
+
+
+def test_an_attribute_without_its_value_is_refused_before_any_tool_reads_it(cli, tmp_path):
+    """Kind 2 (found by the campaign, seed 5): an attribute that declares a tensor and holds none reached the
+    federated fingerprint, the float16 converter and the fusion rewriter as an undefined tensor (ValueError /
+    IndexError / AttributeError). `check` flags it (C207) and the loader refuses it."""
+    from onegraph.check import check
+
+    w = numpy_helper.from_array(np.ones((2, 2), np.float32), "w")
+    node = helper.make_node("Gemm", ["x", "w"], ["y"])
+    node.attribute.append(onnx.AttributeProto(name="alpha", type=onnx.AttributeProto.TENSOR))
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 2])], [w])
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)], ir_version=10), path)
+    assert "C207" in check(path).codes()
+    for argv in (["fed", "params"], ["fuse", "-o", str(tmp_path / "o.onnx")], ["convert", "--fp16", "-o",
+                                                                            str(tmp_path / "o.onnx")]):
+        done = cli(argv[0], *argv[1:2] if argv[0] == "fed" else (), str(path), *argv[1:] if argv[0] != "fed" else ())
+        _one_line_error(done)
+        assert "C207" in done.stderr

@@ -1,0 +1,118 @@
+"""Issue 14, kind 7: a writer killed during an atomic write leaves ``.NAME.XXXXXXXX.tmp``; the next write to
+NAME removes the stale ones of its own pattern, never a live writer's file in progress (it holds a flock).
+
+The writers are real subprocesses writing a large file chunk by chunk through ``onegraph.io.atomic_path``,
+killed with SIGKILL mid-write (nothing of Python's runs after it: no ``finally``, no atexit)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from onegraph import io
+
+pytest.importorskip("fcntl")
+
+#: a writer that never finishes: 1 MiB chunks until killed, so the test kills it mid-write
+WRITER = """
+import sys, time
+from onegraph.io import atomic_path
+with atomic_path(sys.argv[1]) as tmp:
+    with open(tmp, "wb") as f:
+        chunk = b"\\x00" * (1 << 20)
+        while True:
+            f.write(chunk)
+            f.flush()
+            time.sleep(0.01)
+"""
+
+
+def _start_writer(target: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", WRITER, str(target)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE)
+
+
+def _temporary_of(target: Path, proc: subprocess.Popen, size: int = 16 << 20, timeout: float = 60,
+                  besides: tuple[Path, ...] = ()) -> Path:
+    """The writer's temporary file (not one of ``besides``), once it holds at least ``size`` bytes."""
+    deadline = time.monotonic() + timeout
+    pattern = io._temporaries(target)
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.stderr.read().decode()
+        for p in target.parent.iterdir():
+            if pattern.fullmatch(p.name) and p not in besides and p.stat().st_size >= size:
+                return p
+        time.sleep(0.02)
+    raise AssertionError("the writer never wrote")
+
+
+def _age(path: Path, seconds: float) -> None:
+    """Make ``path`` look unchanged for ``seconds`` (instead of waiting STALE_AFTER in a test)."""
+    past = time.time() - seconds
+    os.utime(path, (past, past))
+
+
+def test_a_killed_writer_leaves_the_old_file_and_the_next_write_removes_its_leftover(tmp_path):
+    """Kind 7: before, each kill -9 left one more ``.model.onnx.*.tmp`` (large: what it had written) for ever."""
+    target = tmp_path / "model.onnx"
+    target.write_bytes(b"the old model")
+    victim = _start_writer(target)
+    leftover = _temporary_of(target, victim)
+    victim.send_signal(signal.SIGKILL)
+    victim.wait(timeout=30)
+    assert victim.returncode == -signal.SIGKILL
+    assert target.read_bytes() == b"the old model"  # the old output is intact
+    assert leftover.exists() and leftover.stat().st_size >= 16 << 20
+
+    # a leftover younger than STALE_AFTER stays (it could be a writer between creating and locking its file)
+    io.write_bytes(target, b"model 2")
+    assert leftover.exists()
+
+    # a live writer's file in progress, as old as the leftover: locked, so kept
+    live = _start_writer(target)
+    try:
+        in_progress = _temporary_of(target, live, size=1 << 20, besides=(leftover,))
+        # files of other names and patterns next to it are never touched
+        other = tmp_path / ".other.onnx.abcdefgh.tmp"
+        other.write_bytes(b"another target's leftover")
+        lookalike = tmp_path / ".model.onnx.backup.tmp"
+        lookalike.write_bytes(b"not a temporary of atomic_path")
+        folder = tmp_path / ".model.onnx.12345678.tmp"
+        folder.mkdir()
+        for p in (leftover, in_progress, other, lookalike, folder):
+            _age(p, 2 * io.STALE_AFTER)
+
+        io.write_bytes(target, b"model 3")
+        assert target.read_bytes() == b"model 3"
+        assert not leftover.exists()  # the dead writer's, removed
+        assert in_progress.exists()  # the live writer's, kept
+        assert other.exists() and lookalike.exists() and folder.is_dir()
+        assert live.poll() is None  # and the live writer still writes
+    finally:
+        live.kill()
+        live.wait(timeout=30)
+
+
+def test_removal_needs_the_lock_and_the_age(tmp_path):
+    """remove_stale_temporaries on its own: an unlocked old file goes; a locked old one and a fresh one stay."""
+    import fcntl
+
+    target = tmp_path / "scores.csv"
+    old, fresh, held = (tmp_path / f".scores.csv.{k}.tmp" for k in ("aaaaaaaa", "bbbbbbbb", "cccccccc"))
+    for p in (old, fresh, held):
+        p.write_bytes(b"x")
+    _age(old, io.STALE_AFTER + 1)
+    _age(held, io.STALE_AFTER + 1)
+    fd = os.open(held, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # another open file description: as another process's lock
+    try:
+        assert io.remove_stale_temporaries(target) == [old]
+    finally:
+        os.close(fd)
+    assert fresh.exists() and held.exists() and not old.exists()

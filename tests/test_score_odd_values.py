@@ -1,0 +1,250 @@
+"""Issue 14, kind 6: values that were scored silently wrong, exit 0.
+
+* integers an int64 input cannot hold (``1e30`` in a CSV, ``2**63`` / ``1e19`` from Python, a uint64 above
+  ``2**63 - 1``) and ``-2**63`` itself (onegraph's missing integer) became *missing*: now an error naming the
+  column and the row, from every container (pandas of every dtype pandas makes, polars, Arrow, dicts, records,
+  CSV files);
+* ``±inf`` gave an empty label: now an error naming the column and row where the model gives no answer for
+  it (scikit-learn refuses infinite values), the answer where it gives one (HistGradientBoosting, as
+  scikit-learn's);
+* a CSV header naming a column twice silently scored the first: refused, naming it;
+* ``onegraph build`` turned a numeric column with stray text into categories without a word: a note names the
+  column, the values and their rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pytest
+from conftest import DATA
+
+import onegraph
+from onegraph.contract.columns import NA_INT64, ColumnSpec
+from onegraph.contract.feeds import to_feed
+from onegraph.errors import ColumnTypeError, DataError
+from onegraph.io import read_table
+from onegraph.runtime import Session
+
+YEAR = ColumnSpec("year", "int", "int64")
+
+
+@pytest.fixture(scope="module")
+def session(penguins_onnx) -> Session:
+    return Session(penguins_onnx)
+
+
+@pytest.fixture(scope="module")
+def rows(penguins) -> pd.DataFrame:
+    """Five penguins as the model takes them (str text, float64 measures, int64 year)."""
+    return penguins.drop(columns="species").iloc[[0, 1, 2, 4, 5]].reset_index(drop=True)
+
+
+def _with(rows: pd.DataFrame, column: str, values) -> pd.DataFrame:
+    out = rows.copy()
+    out[column] = values
+    return out
+
+
+def _year_containers(rows: pd.DataFrame, bad) -> dict:
+    """The five rows with ``bad`` as row 1's year, in every container scoring reads."""
+    years = [2007, bad, 2007, 2008, 2009]
+    records = rows.to_dict("records")
+    records[1]["year"] = bad
+    return {
+        "records": records,
+        "dict of lists": {**{c: rows[c].tolist() for c in rows.columns}, "year": years},
+        "object column": _with(rows, "year", pd.Series(years, dtype=object)),
+        "object column with None": _with(rows, "year", pd.Series([None, bad, 2007, 2008, 2009], dtype=object)),
+    }
+
+
+INT64_MIN = -2**63
+OUT_OF_RANGE = [2**63, 10**19, 2**64 + 5, -2**63 - 1, 1e30, 1e19, 2.0**63]
+
+
+@pytest.mark.parametrize("bad", OUT_OF_RANGE + [INT64_MIN], ids=repr)
+def test_integers_beyond_int64_name_the_column_and_row_in_python_containers(session, rows, bad):
+    """Kind 6: each of these was scored as a missing year (the imputer's median), exit 0."""
+    reason = "reserves for a missing integer" if bad == INT64_MIN else "outside the int64 range"
+    for name, data in _year_containers(rows, bad).items():
+        with pytest.raises(ColumnTypeError, match=rf"'year': value .* at row 1 .*{reason}") as info:
+            session.score(data)
+        assert info.value.column == "year", name
+    with pytest.raises(ColumnTypeError, match=rf"'year': value .* at row 0 .*{reason}"):
+        session.score({**rows.iloc[0].to_dict(), "year": bad})  # one record: the single-row path
+
+
+def test_integers_beyond_int64_in_every_dtype_pandas_polars_and_arrow_make(session, rows):
+    """Kind 6: the dtypes that hold such values: nullable Int64 / UInt64, numpy int64 / uint64, float64
+    (a CSV column with 1e30), Arrow int64 / uint64 (pandas' pyarrow dtypes, Arrow tables, polars), numbers as
+    pyarrow text."""
+    big = 2**63
+    cases = {
+        "Int64 INT64_MIN": pd.array([2007, INT64_MIN, None, 2008, 2009], dtype="Int64"),
+        "UInt64 2**63": pd.array([2007, big, None, 2008, 2009], dtype="UInt64"),
+        "int64 INT64_MIN": np.array([2007, INT64_MIN, 2007, 2008, 2009], dtype=np.int64),
+        "uint64 1e19": np.array([2007, 10**19, 2007, 2008, 2009], dtype=np.uint64),
+        "float64 1e30": np.array([2007.0, 1e30, np.nan, 2008.0, 2009.0]),
+        "float64 -2**63": np.array([2007.0, -2.0**63, 2007.0, 2008.0, 2009.0]),
+        "int64[pyarrow] INT64_MIN": pd.array([2007, INT64_MIN, None, 2008, 2009], dtype="int64[pyarrow]"),
+        "uint64[pyarrow] 2**63": pd.array([2007, big, None, 2008, 2009], dtype="uint64[pyarrow]"),
+        "string[pyarrow] 2**63": pd.array(["2007", str(big), None, "2008", "2009"], dtype="string[pyarrow]"),
+    }
+    for name, years in cases.items():
+        with pytest.raises(ColumnTypeError, match=r"'year': value .* at row 1 "):
+            session.score(_with(rows, "year", years))
+    table = pa.Table.from_pandas(rows, preserve_index=False)
+    at = table.schema.get_field_index("year")
+    for arrow_type, bad in ((pa.int64(), INT64_MIN), (pa.uint64(), big)):
+        changed = table.set_column(at, "year", pa.array([2007, bad, None, 2008, 2009], arrow_type))
+        for data in (changed, pl.from_arrow(changed)):
+            with pytest.raises(ColumnTypeError, match=r"'year': value .* at row 1 "):
+                session.score(data)
+
+
+def test_a_csv_column_of_1e30_is_refused_by_the_command_line(cli, penguins_onnx, rows, tmp_path):
+    """Kind 6: ``onegraph score`` of a CSV whose year holds 1e30 (pandas reads the column as float64) or
+    9223372036854775808 (uint64) exited 0 with the year taken as missing."""
+    for bad in ("1e30", "9223372036854775808"):
+        csv = tmp_path / "rows.csv"
+        text = rows.to_csv(index=False).splitlines()
+        head, second = text[0].split(","), text[2].split(",")
+        second[head.index("year")] = bad
+        text[2] = ",".join(second)
+        csv.write_text("\n".join(text) + "\n")
+        done = cli("score", str(penguins_onnx), str(csv), "-o", str(tmp_path / "out.csv"))
+        assert done.returncode == 1, done
+        assert "'year'" in done.stderr and "row 1" in done.stderr and "Traceback" not in done.stderr
+        assert not (tmp_path / "out.csv").exists()
+
+
+def test_whole_numbers_up_to_int64_max_are_fed_exactly():
+    """Python ints in object columns went through float64: 2**62 + 1 became 2**62 (kind 6, silently wrong)."""
+    exact = [2**62 + 1, None, 2**63 - 1, -(2**63) + 1, 12]
+    for values in (np.array(exact, dtype=object), exact, pd.Series(exact, dtype=object),
+                   pd.array(exact, dtype="Int64"), pd.array(["4611686018427387905", None, "9223372036854775807",
+                                                             "-9223372036854775807", "12"], dtype="str")):
+        np.testing.assert_array_equal(to_feed(YEAR, values), [2**62 + 1, NA_INT64, 2**63 - 1, -(2**63) + 1, 12])
+    with pytest.raises(ColumnTypeError, match="value 2.5 at row 1 is not a whole number"):
+        to_feed(YEAR, [1, 2.5])
+    with pytest.raises(ColumnTypeError, match="value 'two' at row 1 is not a number"):
+        to_feed(YEAR, ["1", "two"])
+
+
+def test_numbers_beyond_what_the_input_type_holds_are_refused():
+    """A double beyond float32's range fed a float input became inf; a Python int beyond the double range
+    raised OverflowError (an internal error of the command line)."""
+    with pytest.raises(ColumnTypeError, match=r"'x': value 1e\+39 at row 2 is beyond the float32 range"):
+        to_feed(ColumnSpec("x", "float", "float"), np.array([1.0, np.nan, 1e39]))
+    np.testing.assert_array_equal(to_feed(ColumnSpec("x", "float", "float"), np.array([1.0, np.inf])), [1, np.inf])
+    with pytest.raises(ColumnTypeError, match=r"'x': value 1000.* at row 1 is beyond the double range"):
+        to_feed(ColumnSpec("x", "float", "double"), [1, 10**400])
+
+
+# -- infinite values ----------------------------------------------------------------------------------
+INFINITIES = [np.inf, -np.inf]
+
+
+@pytest.mark.parametrize("inf", INFINITIES, ids=repr)
+def test_infinity_where_the_model_gives_no_answer_names_column_and_row(session, rows, inf):
+    """Kind 6: the penguins model (median imputer, which does not impute inf; a logistic regression, whose
+    probabilities on inf are NaN) gave row 1 an empty label, exit 0. scikit-learn's predict_proba refuses the
+    row ("Input X contains infinity"); onegraph names the column and the row, from every container."""
+    measures = [39.1, inf, 40.3, 36.7, 39.3]
+    frame = _with(rows, "bill_length_mm", measures)
+    records = frame.to_dict("records")
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    for data in (frame, records, {c: frame[c].tolist() for c in frame.columns}, table, pl.from_arrow(table),
+                 _with(rows, "bill_length_mm", pd.array(measures, dtype="Float64"))):
+        with pytest.raises(ColumnTypeError, match=r"'bill_length_mm': value -?inf at row 1 is infinite"):
+            session.score(data)
+    with pytest.raises(ColumnTypeError, match="at row 0 is infinite"):
+        session.score(records[1])  # the single-row path
+    # a missing value keeps its documented answer: imputed here, so a label
+    assert session.score(_with(rows, "bill_length_mm", [39.1, np.nan, 40.3, 36.7, 39.3]))["label"].notna().all()
+
+
+def test_infinity_where_the_model_answers_is_scored_as_scikit_learn_does(penguins):
+    """HistGradientBoosting takes inf (scikit-learn's predict gives its class): the graph gives the same."""
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    frame = penguins.dropna(subset=["species"])
+    numeric = frame[["bill_length_mm", "bill_depth_mm", "flipper_length_mm", "body_mass_g"]]
+    model = HistGradientBoostingClassifier(max_iter=10, random_state=0).fit(numeric, frame["species"])
+    built = onegraph.build(None, model, numeric)
+    rows = numeric.head(4).copy()
+    rows.iloc[1, 0], rows.iloc[2, 2] = np.inf, -np.inf
+    got = onegraph.score(built, rows)
+    assert got["label"].tolist() == model.predict(rows).tolist()
+    np.testing.assert_allclose(got.filter(like="probabilities_").to_numpy(), model.predict_proba(rows), rtol=1e-6)
+
+
+def test_infinity_into_a_regressor_names_column_and_row(penguins):
+    """A linear regression on inf predicts ±inf or NaN: no answer (scikit-learn refuses the row)."""
+    from sklearn.linear_model import Ridge
+
+    frame = penguins.dropna()
+    x = frame[["bill_length_mm", "bill_depth_mm", "flipper_length_mm"]]
+    built = onegraph.build(None, Ridge().fit(x, frame["body_mass_g"]), x)
+    rows = x.head(3).copy()
+    rows.iloc[2, 1] = np.inf
+    with pytest.raises(ColumnTypeError, match="'bill_depth_mm': value inf at row 2 is infinite"):
+        onegraph.score(built, rows)
+
+
+# -- duplicated names ---------------------------------------------------------------------------------
+def test_a_csv_header_naming_a_column_twice_is_refused(cli, penguins_onnx, rows, tmp_path):
+    """Kind 6: pandas renames the second ``island`` to ``island.1`` and the model scored the first, exit 0."""
+    text = rows.to_csv(index=False).splitlines()
+    text[0] = text[0].replace("sex", "island")
+    csv = tmp_path / "rows.csv"
+    csv.write_text("\n".join(text) + "\n")
+    with pytest.raises(DataError, match="column name 'island' appears more than once"):
+        read_table(csv)
+    done = cli("score", str(penguins_onnx), str(csv), "-o", str(tmp_path / "out.csv"))
+    assert done.returncode == 1 and "'island' appears more than once" in done.stderr, done
+    # an index column written without a name leaves one empty name: not a repeat
+    unnamed = tmp_path / "index.csv"
+    rows.to_csv(unnamed)
+    assert list(read_table(unnamed).columns[:2]) == ["Unnamed: 0", "island"]
+
+
+def test_an_arrow_table_naming_a_column_twice_is_refused(session, rows):
+    """An Arrow table may repeat a name; reading it raised pyarrow's KeyError (an internal error)."""
+    table = pa.Table.from_pandas(rows, preserve_index=False)
+    twice = table.append_column("year", pa.array([1, 2, 3, 4, 5]))
+    with pytest.raises(DataError, match="column 'year' appears more than once"):
+        session.score(twice)
+
+
+# -- onegraph build: numbers with stray text ----------------------------------------------------------
+def test_build_says_when_a_numeric_column_with_stray_text_becomes_categories(cli, tmp_path):
+    """Kind 6: cars' Horsepower with two stray entries was one-hot encoded without a word. The note names the
+    column, the values and their rows, and says how to get numbers; a clean numeric column gets no note."""
+    cars = pd.read_csv(DATA / "cars.csv")
+    stray = cars.astype({"Horsepower": object})
+    stray.loc[32, "Horsepower"] = "?"
+    stray.loc[126, "Horsepower"] = "n/a [est.]"
+    path = tmp_path / "cars.csv"
+    stray.to_csv(path, index=False)
+    done = cli("build", str(path), "--target", "Miles_per_Gallon", "-o", str(tmp_path / "cars.onnx"))
+    assert done.returncode == 0, done
+    assert ("note: column 'Horsepower' used as categories: 390 of its 392 values are numbers, but 2 are not: "
+            "'?' (row 32), 'n/a [est.]' (row 126)") in done.stderr
+    assert "make those cells empty (missing)" in done.stderr
+    clean = cli("build", str(DATA / "cars.csv"), "--target", "Miles_per_Gallon", "-o", str(tmp_path / "c.onnx"))
+    assert clean.returncode == 0 and "used as categories" not in clean.stderr
+
+
+def test_build_refuses_infinite_training_values_naming_the_row(cli, tmp_path):
+    """scikit-learn cannot fit on ±inf: build says which column and where (it named the column only)."""
+    cars = pd.read_csv(DATA / "cars.csv")
+    cars.loc[5, "Acceleration"] = np.inf
+    path = tmp_path / "cars.csv"
+    cars.to_csv(path, index=False)
+    done = cli("build", str(path), "--target", "Miles_per_Gallon", "-o", str(tmp_path / "cars.onnx"))
+    assert done.returncode == 1
+    assert "'Acceleration': holds infinite values (first at row 5)" in done.stderr, done.stderr
