@@ -24,7 +24,6 @@ def check_body(body: Body) -> Iterator[Finding]:
             if name:
                 producer.setdefault(name, i)
     defined = set(body.defined)
-    edges: dict[int, set[int]] = defaultdict(set)
     unsorted = False
     for i, node in enumerate(body.nodes):
         for k, name in enumerate(node.input):
@@ -37,10 +36,9 @@ def check_body(body: Body) -> Iterator[Finding]:
                                   "initializer", f"{body.path}.node[{i}].input[{k}]", node=node_label(node, i),
                                   tensor=name[:200])
                 continue
-            edges[j].add(i)
             unsorted |= j >= i
     if unsorted:
-        cycle = _cycle(len(body.nodes), edges)
+        cycle = _cycle(len(body.nodes), _edges(body, producer))
         if cycle:
             names = ", ".join(repr(node_label(body.nodes[i], i)) for i in cycle[:5])
             more = f" and {len(cycle) - 5} more" if len(cycle) > 5 else ""
@@ -55,6 +53,17 @@ def check_body(body: Body) -> Iterator[Finding]:
         if name not in known:
             field = f"{body.path}.output[{k}]"
             yield Finding("C306", f"output {name[:200]!r} is not computed", field, tensor=name[:200])
+
+
+def _edges(body: Body, producer: dict[str, int]) -> dict[int, set[int]]:
+    # built only for a graph out of order: a set per node is most of the static stage's memory on a long chain
+    edges: dict[int, set[int]] = defaultdict(set)
+    for i, node in enumerate(body.nodes):
+        for name in node.input:
+            j = producer.get(name) if name else None
+            if j is not None:
+                edges[j].add(i)
+    return edges
 
 
 def _duplicates(body: Body) -> Iterator[Finding]:
