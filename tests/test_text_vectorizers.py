@@ -161,7 +161,7 @@ def test_hashing_index_and_sign_of_every_hash():
     for n in (1, 3, 7, 2**10, 2**20 - 1, 2**31 - 1):
         assert 2**31 % n == (2147483647 - (n - 1)) % n
     frame = pd.DataFrame({"text": [" ".join(words[i:i + 40]) for i in range(0, 4000, 40)]})
-    for n in (1, 5, 97, 2**10):
+    for n in (1, 97, 2**10):
         ct = ColumnTransformer([("text", HashingVectorizer(n_features=n, norm=None), "text")]).fit(frame)
         got = onegraph.score(onegraph.build(ct, None, frame), frame).to_numpy(float)
         np.testing.assert_array_equal(got, _dense(ct.transform(frame)))
