@@ -1,5 +1,6 @@
-"""CountVectorizer / TfidfVectorizer tokenized in the graph exactly as scikit-learn does, on a real text table
-(tests/data/text/descriptions.csv: scikit-learn's dataset descriptions and CPython's CJK samples)."""
+"""CountVectorizer / TfidfVectorizer / HashingVectorizer tokenized in the graph exactly as scikit-learn does, on a
+real text table (tests/data/text/descriptions.csv: scikit-learn's dataset descriptions and CPython's CJK samples).
+HashingVectorizer's graph hashes with onnxruntime's contrib com.microsoft.MurmurHash3."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from sklearn.pipeline import make_pipeline
 
 import onegraph
 from onegraph.errors import ExportError, OutOfRangeError
+from onegraph.verify.portable import onnxruntime_ops, portability_problems
 
 DATA = Path(__file__).parent / "data" / "text" / "descriptions.csv"
 #: the two Korean paragraphs hold symbols (☆, ◎) outside the blocks the graph splits on
@@ -101,7 +103,101 @@ def test_tfidf_then_a_classifier(docs, vectorizer):
                                pipe.predict_proba(frame), rtol=1e-9, atol=1e-12)
 
 
-def test_hashing_vectorizer_is_refused_with_its_reason(docs):
-    ct = ColumnTransformer([("text", HashingVectorizer(n_features=64), "text")]).fit(docs)
-    with pytest.raises(ExportError, match="murmurhash3"):
-        onegraph.build(ct, None, docs)
+# -- HashingVectorizer ---------------------------------------------------------------------------------------
+def _inside(docs):
+    return docs[~docs["text"].str.contains(OUTSIDE)]
+
+
+@pytest.mark.parametrize("params", [
+    dict(n_features=2**10),
+    dict(n_features=2**9, ngram_range=(1, 2), stop_words="english", norm="l1"),
+    dict(n_features=2**8, ngram_range=(1, 2), norm=None, lowercase=False),
+    dict(n_features=2**10, binary=True, alternate_sign=False),
+    dict(n_features=2**6, binary=True, norm=None),
+    dict(n_features=2**9, ngram_range=(2, 2), dtype=np.float32),
+], ids=["default-1024", "bigrams-stop-l1", "counts-cased", "binary-unsigned", "binary-signed-64", "float32-bigrams"])
+def test_hashing_equals_scikit_learn(docs, params):
+    """The graph's values equal HashingVectorizer.transform on the corpus (CJK rows and accented Latin
+    included), in upper and title case too; the graph declares onnxruntime's contrib domain."""
+    rows = _inside(docs)
+    ct = ColumnTransformer([("text", HashingVectorizer(**params), "text")]).fit(rows)
+    model = onegraph.build(ct, None, rows)
+    assert any(o.domain == "com.microsoft" and o.version == 1 for o in model.opset_import)
+    assert onnxruntime_ops(model) == ["com.microsoft.MurmurHash3"]
+    assert portability_problems(model, runtime="onnxruntime") == []
+    assert any("runs on onnxruntime only" in p for p in portability_problems(model))
+    for frame in (rows, rows.assign(text=rows["text"].str.upper()), rows.assign(text=rows["text"].str.title())):
+        got = onegraph.score(model, frame)
+        assert list(got.columns) == [f"hashingvectorizer{i}" for i in range(params["n_features"])]
+        expected = _dense(ct.transform(frame))
+        assert np.count_nonzero(expected) > 1000
+        np.testing.assert_array_equal(got.to_numpy(float), expected)
+
+
+def test_hashing_non_ascii_tokens_hash_their_utf8_bytes(docs):
+    """Rows of CJK text and accented Latin: every token and bigram lands where scikit-learn puts it, with its
+    sign (no norm)."""
+    text = [t for t in _inside(docs)["text"] if any(ord(c) > 0x2FF for c in t)]
+    assert len(text) >= 3
+    rows = pd.DataFrame({"text": text + ["ÉTUDE DES DONNÉES: naïve Bayes – “CLASSIFICATION” … Ærø straße ÿ",
+                                         "", "a", "été été ÉTÉ x été"]})
+    ct = ColumnTransformer([("text", HashingVectorizer(n_features=2**11, norm=None, ngram_range=(1, 2)),
+                             "text")]).fit(rows)
+    got = onegraph.score(onegraph.build(ct, None, rows), rows).to_numpy(float)
+    expected = _dense(ct.transform(rows))
+    np.testing.assert_array_equal(got, expected)
+    assert (expected < 0).any() and (expected > 1).any()
+
+
+def test_hashing_index_and_sign_of_every_hash():
+    """Hashes of both signs fall in scikit-learn's cells with scikit-learn's signs, for n_features that do
+    and do not divide 2**31; the int64 abs the graph takes of murmurhash3 = -2**31 gives scikit-learn's
+    (2**31 - 1 - (n - 1)) % n."""
+    from sklearn.utils import murmurhash3_32
+
+    words = [f"w{i}" for i in range(4000)]
+    signs = np.array([murmurhash3_32(w, seed=0) >= 0 for w in words])
+    assert signs.any() and not signs.all()
+    for n in (1, 3, 7, 2**10, 2**20 - 1, 2**31 - 1):
+        assert 2**31 % n == (2147483647 - (n - 1)) % n
+    frame = pd.DataFrame({"text": [" ".join(words[i:i + 40]) for i in range(0, 4000, 40)]})
+    for n in (1, 97, 2**10):
+        ct = ColumnTransformer([("text", HashingVectorizer(n_features=n, norm=None), "text")]).fit(frame)
+        got = onegraph.score(onegraph.build(ct, None, frame), frame).to_numpy(float)
+        np.testing.assert_array_equal(got, _dense(ct.transform(frame)))
+
+
+@pytest.mark.parametrize("n_features", [2**10, 2**16])
+def test_hashing_then_a_classifier(n_features):
+    """Which description a paragraph comes from, from its hashed words and bigrams: one graph, parity checked
+    by build, probabilities equal scikit-learn's."""
+    frame = _inside(pd.read_csv(DATA))
+    y = frame.pop("source")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe = make_pipeline(ColumnTransformer([("text", HashingVectorizer(
+            n_features=n_features, ngram_range=(1, 2), stop_words="english"), "text")]), LogisticRegression(max_iter=300))
+        pipe.fit(frame, y)
+    got = onegraph.score(onegraph.build(pipe, None, frame), frame)
+    assert (got["label"].to_numpy() == pipe.predict(frame)).all()
+    np.testing.assert_allclose(got[[f"probabilities_{c}" for c in pipe.classes_]].to_numpy(),
+                               pipe.predict_proba(frame), rtol=1e-9, atol=1e-12)
+
+
+def test_hashing_refusals(docs):
+    rows = _inside(docs)
+    for hv, reason in ((HashingVectorizer(analyzer="char"), "analyzer='char'"),
+                       (HashingVectorizer(token_pattern=r"\w+"), "token_pattern"),
+                       (HashingVectorizer(strip_accents="unicode"), "strip_accents"),
+                       (HashingVectorizer(n_features=64, dtype=np.int64), "dtype=int64")):
+        ct = ColumnTransformer([("text", hv, "text")]).fit(rows)
+        with pytest.raises(ExportError, match=re.escape(reason)):
+            onegraph.build(ct, None, rows)
+    # the default 2**20 columns without a model: one graph output each is refused, naming the width
+    ct = ColumnTransformer([("text", HashingVectorizer(), "text")]).fit(rows)
+    with pytest.raises(ExportError, match="1048576 columns"):
+        onegraph.build(ct, None, rows)
+    # rows the tokenizer cannot split exactly are refused at scoring, as for CountVectorizer
+    ct = ColumnTransformer([("text", HashingVectorizer(n_features=64), "text")]).fit(rows)
+    with pytest.raises(OutOfRangeError, match="column 'text': 2 row"):
+        onegraph.score(onegraph.build(ct, None, rows), docs)

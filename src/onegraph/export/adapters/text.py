@@ -1,5 +1,6 @@
-"""scikit-learn's ``CountVectorizer`` / ``TfidfVectorizer`` -> graph, tokenizing exactly as scikit-learn does,
-with standard operators only (no ``StringNormalizer``, no host locale).
+"""scikit-learn's ``CountVectorizer`` / ``TfidfVectorizer`` / ``HashingVectorizer`` -> graph, tokenizing exactly as
+scikit-learn does, with standard operators only (no ``StringNormalizer``, no host locale), except
+``HashingVectorizer``'s hash, for which the graph needs onnxruntime.
 
 Why here and not in ``frame/transformers/``: these are scikit-learn's own classes, fitted by scikit-learn
 (the vocabulary, the idf); onegraph only writes their graph, like its other emitters for scikit-learn's
@@ -27,7 +28,25 @@ The graph does the same on a flat tensor of pieces with their row numbers:
 4. stop words by ``LabelEncoder`` lookup, n-grams by ``StringConcat`` of neighbours of the same row,
    vocabulary indices by ``LabelEncoder``, counts by ``ScatterElements(reduction="add")``.
 
-``HashingVectorizer`` is refused: the murmurhash3 of each token's UTF-8 bytes has no ONNX operator.
+``HashingVectorizer`` (``FeatureHasher`` in ``sklearn/feature_extraction/_hashing_fast.pyx``) takes the same
+n-grams (steps 1-4, ``analyzer="word"`` and the options above only), then:
+
+5. ``h``, the signed murmurhash3 (seed 0) of each n-gram's UTF-8 bytes, by onnxruntime's contrib operator
+   ``com.microsoft.MurmurHash3`` (``positive=0``: ``int32``; ``onnxruntime/contrib_ops/cpu/murmur_hash3.cc``
+   hashes the bytes of the UTF-8 string as ``sklearn.utils.murmurhash3_32`` does). No standard operator computes
+   it, so **such a graph runs on onnxruntime only**: the model imports the ``com.microsoft`` domain (opset 1)
+   and ``onegraph.verify.portable.portability_problems`` reports it unless asked for ``runtime="onnxruntime"``;
+6. cell ``abs(h) % n_features`` (in int64, which for ``h = -2**31`` gives scikit-learn's special case
+   ``(2**31 - 1 - (n_features - 1)) % n_features``), value ``+1`` for ``h >= 0`` and ``-1`` otherwise under
+   ``alternate_sign``, summed per row by ``ScatterElements``; ``binary``: 1 in every cell a token reached
+   (scikit-learn's ``X.data.fill(1)`` on the stored cells, so also where signs summed to 0); then ``norm``
+   (``l2``, ``l1``, None) as ``sklearn.preprocessing.normalize`` does (the sums are integers, so the norms are
+   exact in any order); ``dtype=np.float32`` rounds each value to float32 as scikit-learn stores it.
+
+The result is a dense ``[N, n_features]`` double block (8 bytes a cell: the default 2**20 columns are 8 MiB a
+row), columns named ``hashingvectorizer<i>`` (scikit-learn names none), like every block onegraph computes: a
+model after it reads it inside the graph (the parity check runs few rows per call for a wide block), while a
+build without a model, one graph output per column, is refused above ``onegraph.export.build.MAX_FEATURE_OUTPUTS``.
 """
 
 from __future__ import annotations
@@ -39,13 +58,14 @@ import numpy as np
 import onnx_ir as ir
 import sklearn.feature_extraction.text as fet
 
-from onegraph.emit import BOOL, DOUBLE, INT64, STRING, Col, GraphBuilder, register_emitter
+from onegraph.emit import BOOL, DOUBLE, FLOAT, INT64, STRING, Col, GraphBuilder, register_emitter
 from onegraph.errors import ExportError
 from onegraph.export.adapters.ops import f64, i64
 from onegraph.frame.strings import full_match, replace
 from onegraph.frame.tensors import Val
 
-__all__ = ["DELIMITER_BLOCKS", "delimiters", "tokens", "emit_count_vectorizer", "emit_hashing_vectorizer"]
+__all__ = ["DELIMITER_BLOCKS", "ORT_DOMAIN", "delimiters", "tokens", "features", "counts", "hashed",
+           "emit_count_vectorizer", "emit_hashing_vectorizer"]
 
 #: code-point blocks whose non-word characters the graph splits on
 DELIMITER_BLOCKS = ((0x0001, 0x02FF), (0x2000, 0x206F), (0x20A0, 0x20CF), (0x3000, 0x303F), (0xFF00, 0xFF65))
@@ -54,6 +74,10 @@ _GROUP = 16
 #: capitals the graph lower-cases itself (ASCII, Latin-1 Supplement, Latin Extended-A)
 _LOWERED_BLOCKS = ((0x0041, 0x005A), (0x00C0, 0x00DE), (0x0100, 0x017F))
 _DEFAULT_PATTERN = r"(?u)\b\w\w+\b"
+#: onnxruntime's contrib domain, of ``MurmurHash3`` (``onnxruntime/contrib_ops/cpu/murmur_hash3.cc``), and its opset
+ORT_DOMAIN = "com.microsoft"
+ORT_OPSET = 1
+INT32 = ir.DataType.INT32
 
 
 def _is_word(c: str) -> bool:
@@ -193,12 +217,12 @@ def tokens(g: GraphBuilder, doc: ir.Value, lowercase: bool, column: str) -> tupl
 
 def _check_supported(est: Any) -> None:
     what = type(est).__name__
-    for name, default in (("analyzer", "word"), ("tokenizer", None), ("preprocessor", None),
+    for name, default in (("input", "content"), ("analyzer", "word"), ("tokenizer", None), ("preprocessor", None),
                           ("strip_accents", None), ("token_pattern", _DEFAULT_PATTERN)):
         if getattr(est, name) != default:
             raise ExportError(f"{what}({name}={getattr(est, name)!r}) cannot be exported yet",
-                              hint="use scikit-learn's default word tokenizer (analyzer='word', the default "
-                                   "token_pattern, no tokenizer / preprocessor / strip_accents)")
+                              hint="use scikit-learn's default word tokenizer (input='content', analyzer='word', the "
+                                   "default token_pattern, no tokenizer / preprocessor / strip_accents)")
 
 
 def _drop(g: GraphBuilder, toks: ir.Value, rows: ir.Value, words: Any) -> tuple[ir.Value, ir.Value]:
@@ -230,21 +254,43 @@ def _ngrams(g: GraphBuilder, toks: ir.Value, rows: ir.Value, n: int) -> tuple[ir
     return g.op("Compress", gram, same, axis=0, dtype=STRING), g.op("Compress", first_rows, same, axis=0, dtype=INT64)
 
 
-def counts(g: GraphBuilder, est: Any, doc: ir.Value, column: str) -> ir.Value:
-    """``CountVectorizer.transform`` as a dense ``[N, len(vocabulary_)]`` double matrix."""
+def features(g: GraphBuilder, est: Any, doc: ir.Value, column: str) -> tuple[ir.Value, ir.Value]:
+    """What ``est.build_analyzer()`` gives for each document ``doc`` ``[N]``, flat: (the n-grams of
+    ``ngram_range`` of its tokens, stop words removed, ``[F]``; their rows ``[F]``), shorter n-grams first."""
     _check_supported(est)
     toks, rows = tokens(g, doc, bool(est.lowercase), column)
     stop = est.get_stop_words()
     if stop:
         toks, rows = _drop(g, toks, rows, stop)
     lo, hi = est.ngram_range
-    features, feature_rows = [], []
+    found, found_rows = [], []
     for n in range(lo, hi + 1):
         t, r = (toks, rows) if n == 1 else _ngrams(g, toks, rows, n)
-        features.append(t)
-        feature_rows.append(r)
-    feats = features[0] if len(features) == 1 else g.op("Concat", *features, axis=0, dtype=STRING)
-    frows = feature_rows[0] if len(feature_rows) == 1 else g.op("Concat", *feature_rows, axis=0, dtype=INT64)
+        found.append(t)
+        found_rows.append(r)
+    feats = found[0] if len(found) == 1 else g.op("Concat", *found, axis=0, dtype=STRING)
+    frows = found_rows[0] if len(found_rows) == 1 else g.op("Concat", *found_rows, axis=0, dtype=INT64)
+    return feats, frows
+
+
+def _scatter(g: GraphBuilder, doc: ir.Value, frows: ir.Value, index: ir.Value, values: ir.Value | None,
+             size: int) -> ir.Value:
+    """The dense ``[N, size]`` double matrix whose cell (row, index) sums the ``values`` (None: ones) put
+    there."""
+    flat_index = g.op("Add", g.op("Mul", frows, i64(g, size, "width"), dtype=INT64), index, dtype=INT64)
+    n_docs = g.op("Shape", doc, dtype=INT64)
+    cells = g.op("Mul", n_docs, i64(g, [size], "width"), dtype=INT64)
+    zeros = g.op("ConstantOfShape", cells, value=ir.tensor(np.zeros(1, np.float64)), dtype=DOUBLE)
+    if values is None:
+        values = g.op("ConstantOfShape", g.op("Shape", index, dtype=INT64), value=ir.tensor(np.ones(1, np.float64)),
+                      dtype=DOUBLE)
+    c = g.op("ScatterElements", zeros, flat_index, values, axis=0, reduction="add", dtype=DOUBLE)
+    return g.op("Reshape", c, g.op("Concat", n_docs, i64(g, [size], "width"), axis=0, dtype=INT64), dtype=DOUBLE)
+
+
+def counts(g: GraphBuilder, est: Any, doc: ir.Value, column: str) -> ir.Value:
+    """``CountVectorizer.transform`` as a dense ``[N, len(vocabulary_)]`` double matrix."""
+    feats, frows = features(g, est, doc, column)
     vocab = sorted(est.vocabulary_.items(), key=lambda kv: kv[1])
     size = len(vocab)
     index = g.op("LabelEncoder", feats, domain="ai.onnx.ml", keys_strings=[k for k, _ in vocab],
@@ -252,32 +298,30 @@ def counts(g: GraphBuilder, est: Any, doc: ir.Value, column: str) -> ir.Value:
     known = g.op("GreaterOrEqual", index, i64(g, 0, "zero_i"), dtype=BOOL)
     index = g.op("Compress", index, known, axis=0, dtype=INT64)
     frows = g.op("Compress", frows, known, axis=0, dtype=INT64)
-    flat_index = g.op("Add", g.op("Mul", frows, i64(g, size, "vocabulary_size"), dtype=INT64), index, dtype=INT64)
-    n_docs = g.op("Shape", doc, dtype=INT64)
-    cells = g.op("Mul", n_docs, i64(g, [size], "vocabulary_size"), dtype=INT64)
-    zeros = g.op("ConstantOfShape", cells, value=ir.tensor(np.zeros(1, np.float64)), dtype=DOUBLE)
-    ones = g.op("ConstantOfShape", g.op("Shape", index, dtype=INT64), value=ir.tensor(np.ones(1, np.float64)),
-                dtype=DOUBLE)
-    c = g.op("ScatterElements", zeros, flat_index, ones, axis=0, reduction="add", dtype=DOUBLE)
-    c = g.op("Reshape", c, g.op("Concat", n_docs, i64(g, [size], "vocabulary_size"), axis=0, dtype=INT64),
-             dtype=DOUBLE)
+    c = _scatter(g, doc, frows, index, None, size)
     if est.binary:
         c = g.op("Min", c, f64(g, 1.0, "one"), dtype=DOUBLE)
     return c
 
 
-@register_emitter(fet.CountVectorizer)
-def emit_count_vectorizer(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]:
-    """``CountVectorizer`` / ``TfidfVectorizer`` on one text column."""
+def _text_column(est: Any, g: GraphBuilder, cols: list[Col]) -> ir.Value:
+    """The one text column a vectorizer takes, ``[N]``, the missing marker read as an empty document."""
     from onegraph.contract.columns import MISSING_STRING
-    from onegraph.export.adapters.preprocessing import tfidf_weights
 
     if len(cols) != 1 or cols[0].kind != "string":
         raise ExportError(f"{type(est).__name__} takes one text column",
                           hint="give it the column by name in a ColumnTransformer (('text', vectorizer, 'col'))")
     doc = g.vector(cols[0])
     missing = g.op("Equal", doc, g.const(np.array(MISSING_STRING, dtype=object), "missing"), dtype=BOOL)
-    doc = g.op("Where", missing, g.const(np.array("", dtype=object), "empty"), doc, dtype=STRING)
+    return g.op("Where", missing, g.const(np.array("", dtype=object), "empty"), doc, dtype=STRING)
+
+
+@register_emitter(fet.CountVectorizer)
+def emit_count_vectorizer(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]:
+    """``CountVectorizer`` / ``TfidfVectorizer`` on one text column."""
+    from onegraph.export.adapters.preprocessing import tfidf_weights
+
+    doc = _text_column(est, g, cols)
     x = counts(g, est, doc, cols[0].name)
     if isinstance(est, fet.TfidfVectorizer):
         x = tfidf_weights(g, est._tfidf, x)
@@ -285,8 +329,40 @@ def emit_count_vectorizer(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Co
     return g.block(x, names, "float", DOUBLE)
 
 
+def hashed(g: GraphBuilder, est: Any, doc: ir.Value, column: str) -> ir.Value:
+    """``HashingVectorizer.transform`` as a dense ``[N, n_features]`` double matrix (``FeatureHasher`` of
+    ``sklearn/feature_extraction/_hashing_fast.pyx``, then ``binary``, then ``normalize``)."""
+    from onegraph.export.adapters.preprocessing import row_normalize
+
+    size = int(est.n_features)
+    feats, frows = features(g, est, doc, column)
+    g.graph.opset_imports[ORT_DOMAIN] = ORT_OPSET
+    h = g.op("MurmurHash3", feats, domain=ORT_DOMAIN, seed=0, positive=0, dtype=INT32)  # murmurhash3_bytes_s32
+    h = g.op("Cast", h, to=INT64, dtype=INT64)
+    # abs(h) % n_features; for h == -2**31 scikit-learn's (2**31 - 1 - (n_features - 1)) % n_features, which is
+    # 2**31 % n_features: the int64 abs of h gives it
+    index = g.op("Mod", g.op("Abs", h, dtype=INT64), i64(g, size, "n_features"), dtype=INT64)
+    values = None
+    if est.alternate_sign and not est.binary:  # binary sets every stored value to 1, whatever its sign
+        values = g.op("Where", g.op("GreaterOrEqual", h, i64(g, 0, "zero_i"), dtype=BOOL), f64(g, 1.0, "one"),
+                      f64(g, -1.0, "minus_one"), dtype=DOUBLE)
+    x = _scatter(g, doc, frows, index, values, size)
+    if est.binary:  # X.data.fill(1): a cell some token reached is 1, even where alternate signs summed to 0
+        x = g.op("Min", x, f64(g, 1.0, "one"), dtype=DOUBLE)
+    if est.norm is not None:
+        x = row_normalize(g, x, est.norm)
+    if np.dtype(est.dtype) == np.float32:  # scikit-learn stores each value, divided in double, as float32
+        x = g.op("Cast", g.op("Cast", x, to=FLOAT, dtype=FLOAT), to=DOUBLE, dtype=DOUBLE)
+    return x
+
+
 @register_emitter(fet.HashingVectorizer)
 def emit_hashing_vectorizer(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]:
-    raise ExportError("HashingVectorizer cannot be exported: the murmurhash3 of each token's UTF-8 bytes has no "
-                      "ONNX operator (and its default 2^20 columns would be dense outputs)",
-                      hint="use CountVectorizer or TfidfVectorizer, whose fitted vocabulary the graph looks up")
+    """``HashingVectorizer`` on one text column: ``n_features`` columns named ``hashingvectorizer<i>``
+    (scikit-learn names none). Needs onnxruntime (its ``com.microsoft.MurmurHash3``)."""
+    if np.dtype(est.dtype) not in (np.float64, np.float32):
+        raise ExportError(f"HashingVectorizer(dtype={np.dtype(est.dtype).name}) cannot be exported",
+                          hint="use dtype=np.float64 (the default) or np.float32")
+    doc = _text_column(est, g, cols)
+    x = hashed(g, est, doc, cols[0].name)
+    return g.block(x, [f"hashingvectorizer{i}" for i in range(int(est.n_features))], "float", DOUBLE)
