@@ -38,7 +38,7 @@ from sklearn.svm import SVC, LinearSVC, NuSVC
 import onegraph
 
 #: exported with parity on the cars table (of 138 classes that fit there); the measurement may only rise
-FLOOR = 127
+FLOOR = 128
 
 
 @pytest.fixture(scope="module")

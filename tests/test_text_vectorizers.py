@@ -109,13 +109,11 @@ def _inside(docs):
 
 
 @pytest.mark.parametrize("params", [
-    dict(n_features=2**10),
-    dict(n_features=2**9, ngram_range=(1, 2), stop_words="english", norm="l1"),
-    dict(n_features=2**8, ngram_range=(1, 2), norm=None, lowercase=False),
-    dict(n_features=2**10, binary=True, alternate_sign=False),
-    dict(n_features=2**6, binary=True, norm=None),
-    dict(n_features=2**9, ngram_range=(2, 2), dtype=np.float32),
-], ids=["default-1024", "bigrams-stop-l1", "counts-cased", "binary-unsigned", "binary-signed-64", "float32-bigrams"])
+    dict(n_features=2**8),
+    dict(n_features=2**7, ngram_range=(1, 2), stop_words="english", norm="l1", alternate_sign=False,
+         dtype=np.float32),
+    dict(n_features=2**6, binary=True, norm=None, lowercase=False),
+], ids=["default-256", "bigrams-stop-l1-unsigned-float32", "binary-signed-cased-64"])  # each build ~10 s: few
 def test_hashing_equals_scikit_learn(docs, params):
     """The graph's values equal HashingVectorizer.transform on the corpus (CJK rows and accented Latin
     included), in upper and title case too; the graph declares onnxruntime's contrib domain."""
@@ -161,13 +159,13 @@ def test_hashing_index_and_sign_of_every_hash():
     for n in (1, 3, 7, 2**10, 2**20 - 1, 2**31 - 1):
         assert 2**31 % n == (2147483647 - (n - 1)) % n
     frame = pd.DataFrame({"text": [" ".join(words[i:i + 40]) for i in range(0, 4000, 40)]})
-    for n in (1, 97, 2**10):
+    for n in (1, 97):
         ct = ColumnTransformer([("text", HashingVectorizer(n_features=n, norm=None), "text")]).fit(frame)
         got = onegraph.score(onegraph.build(ct, None, frame), frame).to_numpy(float)
         np.testing.assert_array_equal(got, _dense(ct.transform(frame)))
 
 
-@pytest.mark.parametrize("n_features", [2**10, 2**16])
+@pytest.mark.parametrize("n_features", [2**12])
 def test_hashing_then_a_classifier(n_features):
     """Which description a paragraph comes from, from its hashed words and bigrams: one graph, parity checked
     by build, probabilities equal scikit-learn's."""

@@ -221,15 +221,18 @@ def emit_stacking_classifier(model: Any, g: GraphBuilder, x: ir.Value) -> ModelO
     classes = model.classes_
     meta = _stacked(model, g, x, len(classes) == 2)
     final = member_outputs(model.final_estimator_, g, meta, "final_estimator_")
-    if "probabilities" in final.values:
-        proba = final.values["probabilities"]
-        index = argmax_index(g, proba)
-        return ModelOutputs.classifier(label_from_index(g, classes, index), proba, classes)
-    # the final estimator predicts the encoded classes: map them back
-    encoded = final.values["label"]
-    if encoded.dtype != INT64:
-        encoded = g.op("Cast", encoded, to=INT64, dtype=INT64)
-    return ModelOutputs.label_only(label_from_index(g, classes, encoded), classes)
+    # the label is read from the final estimator's answer in its own scope: stacking nodes after the final
+    # estimator's would leave its function call between two parts of the stacking group (not convex)
+    with g.scope("final_estimator_", model.final_estimator_):
+        if "probabilities" in final.values:
+            proba = final.values["probabilities"]
+            index = argmax_index(g, proba)
+            return ModelOutputs.classifier(label_from_index(g, classes, index), proba, classes)
+        # the final estimator predicts the encoded classes: map them back
+        encoded = final.values["label"]
+        if encoded.dtype != INT64:
+            encoded = g.op("Cast", encoded, to=INT64, dtype=INT64)
+        return ModelOutputs.label_only(label_from_index(g, classes, encoded), classes)
 
 
 @register_model(ske.StackingRegressor)

@@ -212,9 +212,8 @@ def _svc_proba(g: GraphBuilder, model: Any, dec: ir.Value, k: int) -> ir.Value:
     b = np.asarray(model._probB, np.float64)
     pair = _sigmoid_predict(g, dec, a, b)
     pair = g.op("Clip", pair, f64(g, 1e-7, "min_prob"), f64(g, 1 - 1e-7, "max_prob"), dtype=DOUBLE)
-    if k == 2:
-        p = column(g, pair, 0)
-        return g.op("Concat", p, g.op("Sub", f64(g, 1.0, "one"), p, dtype=DOUBLE), axis=1, dtype=DOUBLE)
+    # scikit-learn's libsvm couples two classes too (libsvm 3.25 returns the pairwise value; the fork iterates
+    # multiclass_probability to its 0.005 / k tolerance, which moves binary probabilities by up to ~1e-2)
     r = {(i, j): column(g, pair, n) for n, (i, j) in enumerate(_pairs(k))}
     return coupled_probabilities(g, r, k)
 
