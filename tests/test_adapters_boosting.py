@@ -138,3 +138,82 @@ def test_booster_regressor_on_cars(cars):
                   lightgbm.LGBMRegressor(n_estimators=30, verbose=-1).fit(x, target)):
         got = onegraph.score(onegraph.compose(pre, model, frame), frame)["prediction"].to_numpy()
         np.testing.assert_allclose(got, model.predict(x), rtol=1e-5, atol=1e-5)
+
+
+# -- issue 16: each library at its own precision, categorical features and missing values -------------------
+def _cars():
+    """cars: five measurements (horsepower missing in 6 rows), the origin as a code (0 USA, 1 Europe, 2 Japan)."""
+    import pandas as pd
+    from conftest import DATA
+
+    cars = pd.read_csv(DATA / "cars.csv")
+    x = cars[["Cylinders", "Displacement", "Horsepower", "Weight_in_lbs", "Acceleration"]].astype(float)
+    x["origin"] = cars["Origin"].map({"USA": 0, "Europe": 1, "Japan": 2}).astype(float)
+    return cars, x
+
+
+@pytest.mark.parametrize("task", ["multiclass", "binary", "regression", "poisson"])
+def test_lightgbm_in_double_with_categorical_splits_and_missing_values(task):
+    """LightGBM's own double thresholds and sums: equal to predict / predict_proba within 1e-12 relative,
+    categorical splits (cylinders or origin as LightGBM categories) and the missing horsepower included."""
+    cars, x = _cars()
+    params = {"n_estimators": 30, "min_child_samples": 5, "min_data_per_group": 5, "cat_smooth": 1.0, "verbose": -1}
+    if task == "multiclass":  # the number of cylinders (5 classes) from the other measurements and the origin
+        x = x.drop(columns="Cylinders")
+        model = lightgbm.LGBMClassifier(**params).fit(x, cars["Cylinders"], categorical_feature=["origin"])
+    elif task == "binary":
+        model = lightgbm.LGBMClassifier(**params).fit(x, cars["Miles_per_Gallon"].fillna(0) > 25,
+                                                      categorical_feature=["origin", "Cylinders"])
+    else:
+        keep = cars["Miles_per_Gallon"].notna()
+        x = x[keep]
+        model = lightgbm.LGBMRegressor(objective="poisson" if task == "poisson" else "regression", **params).fit(
+            x, cars.loc[keep, "Miles_per_Gallon"], categorical_feature=["origin"])
+    dump = model.booster_.dump_model()
+    assert "==" in str(dump["tree_info"]) and "'missing_type': 'NaN'" in str(dump["tree_info"])
+    proto = onegraph.build(None, model, x)  # parity at 1e-6 / 1e-12 (LightGBM computes in double)
+    got = onegraph.score(proto, x)
+    if task in ("multiclass", "binary"):
+        assert (got["label"].to_numpy() == model.predict(x)).all()
+        np.testing.assert_allclose(got[[f"probabilities_{c}" for c in model.classes_]].to_numpy(),
+                                   model.predict_proba(x), rtol=1e-12, atol=1e-15)
+    else:
+        np.testing.assert_allclose(got["prediction"].to_numpy(), model.predict(x), rtol=1e-12)
+
+
+@pytest.mark.parametrize("library", ["xgboost", "catboost"])
+@pytest.mark.parametrize("task", ["multiclass", "binary", "regression"])
+def test_float32_boosters_checked_at_their_precision(library, task):
+    """XGBoost and CatBoost compare float32 features: built from DataFrames with missing horsepower, checked
+    within 1e-5, the tolerance the parity report names; a tighter one is refused, naming it."""
+    catboost = pytest.importorskip("catboost")
+    cars, x = _cars()
+    x = x.drop(columns="origin")
+    if task == "regression":
+        keep = cars["Miles_per_Gallon"].notna()
+        x, y = x[keep], cars.loc[keep, "Miles_per_Gallon"]
+    else:
+        y = cars["Origin"] if task == "multiclass" else cars["Origin"].where(cars["Origin"] == "USA", "other")
+        if library == "xgboost":
+            y = y.map({"USA": 0, "Europe": 1, "Japan": 2}) if task == "multiclass" else (y == "USA").astype(int)
+    if library == "xgboost":
+        cls = xgboost.XGBRegressor if task == "regression" else xgboost.XGBClassifier
+        model = cls(n_estimators=30, max_depth=4).fit(x, y)
+    else:
+        cls = catboost.CatBoostRegressor if task == "regression" else catboost.CatBoostClassifier
+        model = cls(iterations=30, verbose=0, thread_count=1, random_seed=0).fit(x, y)
+    proto = onegraph.build(None, model, x)
+    report = onegraph.parity(None, model, x, onnx_model=proto, rtol=1e-5, atol=1e-5)
+    assert report.ok and "rtol 1e-05, atol 1e-05" in str(report)
+    with pytest.raises(onegraph.errors.ParityError, match="beyond rtol 1e-12, atol 0"):
+        onegraph.build(None, model, x, rtol=1e-12, atol=0.0)
+
+
+def test_catboost_categorical_features_are_refused_with_the_reason():
+    catboost = pytest.importorskip("catboost")
+    cars, _ = _cars()
+    frame = cars[["Cylinders", "Weight_in_lbs", "Origin"]]
+    model = catboost.CatBoostRegressor(iterations=5, verbose=0, thread_count=1, cat_features=["Origin"]).fit(
+        frame, cars["Miles_per_Gallon"].fillna(20))
+    with pytest.raises(onegraph.errors.ExportError, match="CatBoost's ONNX export does not support them"):
+        onegraph.export.adapt(model)

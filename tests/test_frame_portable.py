@@ -13,7 +13,7 @@ from onnx import TensorProto, helper
 
 import onegraph
 from onegraph.frame import DateParts, StringCase, StringStrip
-from onegraph.verify.portable import all_nodes, portability_problems
+from onegraph.verify.portable import all_nodes, onnxruntime_ops, portability_problems
 
 
 def _model(nodes, inputs, outputs, functions=(), opsets=(("", 21), ("ai.onnx.ml", 5))):
@@ -42,6 +42,25 @@ def test_custom_domain_operators_are_reported():
     node = helper.make_node("Date", ["x"], ["y"], domain="ai.onnx.ml.ibm")
     problems = portability_problems(_model([node], [X], [Y_STR], opsets=(("", 21), ("ai.onnx.ml.ibm", 1))))
     assert problems == ["ai.onnx.ml.ibm.Date (graph) is not a standard operator"]
+
+
+def test_onnxruntime_contrib_murmurhash_runs_on_onnxruntime_only():
+    """HashingVectorizer's com.microsoft.MurmurHash3: reported for any runtime, accepted for onnxruntime when
+    its domain is imported; any other com.microsoft operator stays a problem."""
+    y = helper.make_tensor_value_info("y", TensorProto.INT32, ["N"])
+    node = helper.make_node("MurmurHash3", ["x"], ["y"], domain="com.microsoft", seed=0, positive=0)
+    model = _model([node], [X], [y], opsets=(("", 21), ("com.microsoft", 1)))
+    (problem,) = portability_problems(model)
+    assert "com.microsoft.MurmurHash3 (graph) is an onnxruntime contrib operator" in problem
+    assert "runs on onnxruntime only" in problem
+    assert portability_problems(model, runtime="onnxruntime") == []
+    assert onnxruntime_ops(model) == ["com.microsoft.MurmurHash3"]
+    unimported = _model([node], [X], [y])
+    assert any("does not import its domain" in p for p in portability_problems(unimported, runtime="onnxruntime"))
+    other = _model([helper.make_node("Gelu", ["d"], ["e"], domain="com.microsoft")],
+                   [helper.make_tensor_value_info("d", TensorProto.FLOAT, ["N"])],
+                   [helper.make_tensor_value_info("e", TensorProto.FLOAT, ["N"])], opsets=(("", 21), ("com.microsoft", 1)))
+    assert portability_problems(other, runtime="onnxruntime") == ["com.microsoft.Gelu (graph) is not a standard operator"]
 
 
 def test_string_normalizer_inside_a_loop_body_is_reported():

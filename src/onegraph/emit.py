@@ -140,6 +140,11 @@ class GraphBuilder:
         """The full path of the innermost scope ('' outside any scope)."""
         return self._scope[-1][0] if self._scope else ""
 
+    def scope_metadata(self) -> dict[str, str] | None:
+        """The ``metadata_props`` a node added now gets (None outside any scope): for nodes moved in from
+        another graph (:func:`~onegraph.export.adapters.onnx_graph.splice`)."""
+        return self._node_metadata()
+
     def _node_metadata(self) -> dict[str, str] | None:
         if not self._scope:
             return None

@@ -190,4 +190,5 @@ def finish(g: GraphBuilder, specs: list[ColumnSpec], outputs: list[dict],
 def refuse_divergence(report: Any, what: str) -> None:
     """Raise ParityError (``what`` on output(s) ..., then the report) unless ``report.ok``."""
     if not report.ok:
-        raise ParityError(f"{what} on output(s) {', '.join(report.failed)}:\n{report}", report)
+        raise ParityError(f"{what} beyond rtol {report.rtol:g}, atol {report.atol:g} on output(s) "
+                          f"{', '.join(report.failed)}:\n{report}", report)

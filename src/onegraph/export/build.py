@@ -24,11 +24,17 @@ from onegraph.export.sources import (
 )
 from onegraph.verify.parity import outputs_parity
 
-__all__ = ["build"]
+__all__ = ["build", "MAX_FEATURE_OUTPUTS"]
+
+#: a preprocessing built without a model gives one graph output per column (a Gather from its block each):
+#: 4,096 columns (a HashingVectorizer's) take 30 s to build and 12 s to score 222 rows; wider is refused
+#: (HashingVectorizer's default 2^20 columns would be a million outputs). A model after it reads the block
+#: inside the graph, whatever its width.
+MAX_FEATURE_OUTPUTS = 8192
 
 
 def build(preprocessing: Any, model: Any = None, sample: Any = None, *, path: str | os.PathLike | None = None,
-          check_parity: bool = True, rtol: float = 1e-6, atol: float = 1e-12, name: str = "onegraph",
+          check_parity: bool = True, rtol: float | None = None, atol: float | None = None, name: str = "onegraph",
           metadata: Mapping[str, Any] | None = None, functions: bool = True) -> onnx.ModelProto:
     """Turn a fitted preprocessing and a fitted model into one ONNX model, verified on ``sample``.
 
@@ -49,7 +55,9 @@ def build(preprocessing: Any, model: Any = None, sample: Any = None, *, path: st
         If given, the model is written there (atomically) after it passes the parity check.
     check_parity, rtol, atol:
         Run the source objects and the graph on ``sample`` and refuse a model whose outputs differ
-        (labels must be identical; numbers within ``atol + rtol * |expected|``).
+        (labels must be identical; numbers within ``atol + rtol * |expected|``). Default: the model's own
+        precision: ``1e-6`` / ``1e-12`` for scikit-learn's double models and LightGBM, ``1e-5`` / ``1e-5``
+        for XGBoost and CatBoost (float32 sums); the report and the refusal name the tolerance used.
     metadata:
         Fields of :mod:`onegraph.contract.metadata` to record (``author``, ``license``, ``intended_use``,
         ``lineage``, ``training_data`` name...), over the ones build fills: ``created_at``, ``producer``,
@@ -100,12 +108,24 @@ def build(preprocessing: Any, model: Any = None, sample: Any = None, *, path: st
     g, outputs = _emit(preprocessing, model, specs, name)
     trained = _training_metadata(preprocessing, model, frame[[column_key(frame, n) for n in names]])
 
+    rtol, atol = _tolerance(model, rtol, atol)
+
     def verify(proto: onnx.ModelProto) -> Any:
         return outputs_parity(proto, frame, expected_outputs(preprocessing, model, frame), rtol=rtol, atol=atol)
 
     return assemble.finish(g, specs, outputs, trained, given=metadata, functions=functions,
                            verify=verify if check_parity else None,
                            what="the graph diverges from the source pipeline", path=path)
+
+
+def _tolerance(model: Any, rtol: float | None, atol: float | None) -> tuple[float, float]:
+    """The parity tolerance: the caller's, else the model adapter's (``Adapter.tolerance``)."""
+    tol = (1e-6, 1e-12)
+    if model is not None and type(model).__module__.split(".")[0] in ("xgboost", "lightgbm", "catboost"):
+        from onegraph.export.adapters.choose import adapt
+
+        tol = adapt(model).tolerance
+    return (tol[0] if rtol is None else rtol, tol[1] if atol is None else atol)
 
 
 def _emit(preprocessing: Any, model: Any, specs: list[ColumnSpec], name: str) -> tuple[GraphBuilder, list[dict]]:
@@ -127,6 +147,10 @@ def _emit(preprocessing: Any, model: Any, specs: list[ColumnSpec], name: str) ->
         with g.scope(step_name(model), model):
             result = emit_model(model, g, x)
         return g, assemble.declare_outputs(g, result, input_names)
+    if len(cols) > MAX_FEATURE_OUTPUTS:
+        raise ExportError(f"the preprocessing outputs {len(cols)} columns, one graph output each: above the "
+                          f"{MAX_FEATURE_OUTPUTS} built without a model",
+                          hint="build it with the model it feeds, or fewer columns (HashingVectorizer's n_features)")
     outputs: list[dict] = []
     for c in cols:
         value = g.vector(c)

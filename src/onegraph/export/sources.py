@@ -18,13 +18,26 @@ __all__ = ["split_pipeline", "is_predictor", "input_columns", "column_key", "exp
 
 
 def split_pipeline(preprocessing: Any, model: Any) -> tuple[Any, Any]:
-    """Separate a final predictor from the preprocessing when ``model`` is not given."""
+    """``(preprocessing, predictor)``: a pipeline's final predictor separated from the steps before it.
+
+    ``build(pipeline)`` and ``build(None, pipeline)`` alike, and ``build(pre, pipeline)`` (``pre`` then the
+    pipeline's own steps), so the steps go through onegraph's emitters and the predictor through its adapter;
+    a whole ``Pipeline`` given as the model would otherwise reach skl2onnx as one unknown estimator.
+    """
     if model is None and isinstance(preprocessing, Pipeline) and is_predictor(preprocessing.steps[-1][1]):
         steps = preprocessing.steps
         pre = Pipeline(steps[:-1]) if len(steps) > 1 else None
         return pre, steps[-1][1]
     if model is None and is_predictor(preprocessing):
         return None, preprocessing
+    if isinstance(model, Pipeline) and is_predictor(model.steps[-1][1]):
+        steps = model.steps[:-1]
+        if preprocessing is not None:
+            name = "preprocessing"
+            while name in {step for step, _ in steps}:  # Pipeline refuses repeated step names
+                name = f"_{name}"
+            steps = [(name, preprocessing), *steps]
+        return (Pipeline(steps) if steps else None), model.steps[-1][1]
     return preprocessing, model
 
 

@@ -10,7 +10,13 @@ on the host's locale, so the same graph could compute different values on anothe
   separator of ``LC_NUMERIC``) and from a floating-point type to text (``snprintf("%.8g")``, same).
 
 ``Cast`` between text and integers (``std::stoll`` / ``std::to_string``) is locale-independent for the
-digits onegraph feeds it. :func:`portability_problems` walks the main graph, every subgraph (``Loop``,
+digits onegraph feeds it.
+
+One exception is written on purpose: a ``HashingVectorizer`` needs the murmurhash3 of each token's UTF-8
+bytes, which no standard operator computes; onegraph uses onnxruntime's contrib operator
+``com.microsoft.MurmurHash3`` (:data:`ONNXRUNTIME_OPS`), declared in the model's opset imports. Such a model
+runs on onnxruntime only: :func:`portability_problems` reports it, unless called with
+``runtime="onnxruntime"``, which accepts the operators of :data:`ONNXRUNTIME_OPS` (and no other). :func:`portability_problems` walks the main graph, every subgraph (``Loop``,
 ``If``, ``Scan`` bodies) and every function body, and lists what breaks the promise.
 """
 
@@ -24,9 +30,12 @@ from onnx import TensorProto
 
 from onegraph.check import irsafe, native
 
-__all__ = ["STANDARD_DOMAINS", "LOCALE_DEPENDENT_OPS", "all_nodes", "portability_problems"]
+__all__ = ["STANDARD_DOMAINS", "LOCALE_DEPENDENT_OPS", "ONNXRUNTIME_OPS", "all_nodes", "portability_problems",
+           "onnxruntime_ops"]
 
 STANDARD_DOMAINS = ("", "ai.onnx", "ai.onnx.ml")
+#: onnxruntime's contrib operators onegraph writes ((domain, op_type) -> why), each locale-free
+ONNXRUNTIME_OPS = {("com.microsoft", "MurmurHash3"): "HashingVectorizer's murmurhash3 of UTF-8 bytes"}
 LOCALE_DEPENDENT_OPS = ("StringNormalizer",)
 _FLOATS = {TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16}
 
@@ -88,15 +97,35 @@ def _typed(model: onnx.ModelProto) -> tuple[dict[str, int], onnx.GraphProto] | N
     return types, inferred.graph
 
 
-def portability_problems(model: onnx.ModelProto) -> list[str]:
+def onnxruntime_ops(model: onnx.ModelProto) -> list[str]:
+    """The operators of :data:`ONNXRUNTIME_OPS` that ``model`` uses (``domain.op_type``, once each): the model
+    runs on onnxruntime only when this is not empty."""
+    found = {f"{n.domain}.{n.op_type}" for n, _ in all_nodes(model) if (n.domain, n.op_type) in ONNXRUNTIME_OPS}
+    return sorted(found)
+
+
+def portability_problems(model: onnx.ModelProto, *, runtime: str | None = None) -> list[str]:
     """What keeps ``model`` from running identically on any stock runtime and host (empty: nothing).
 
-    Each problem names the operator and where it is (graph, subgraph path, or function).
+    Each problem names the operator and where it is (graph, subgraph path, or function). ``runtime=
+    "onnxruntime"``: the model is meant for onnxruntime, whose contrib operators of :data:`ONNXRUNTIME_OPS`
+    are then accepted (each still needs its domain's opset import).
     """
+    if runtime not in (None, "onnxruntime"):
+        raise ValueError(f"runtime={runtime!r}: None (any runtime) or 'onnxruntime'")
     problems = []
     local = {(f.domain, f.name) for f in model.functions}
+    imported = {o.domain for o in model.opset_import}
     for node, where in all_nodes(model):
         if node.domain not in STANDARD_DOMAINS and (node.domain, node.op_type) not in local:
+            if (node.domain, node.op_type) in ONNXRUNTIME_OPS:
+                if node.domain not in imported:
+                    problems.append(f"{node.domain}.{node.op_type} ({where}): the model does not import its domain")
+                elif runtime != "onnxruntime":
+                    problems.append(f"{node.domain}.{node.op_type} ({where}) is an onnxruntime contrib operator "
+                                    f"({ONNXRUNTIME_OPS[node.domain, node.op_type]}): the model runs on onnxruntime "
+                                    "only")
+                continue
             problems.append(f"{node.domain}.{node.op_type} ({where}) is not a standard operator")
         if node.op_type in LOCALE_DEPENDENT_OPS and node.domain in STANDARD_DOMAINS:
             problems.append(f"{node.op_type} ({where}) depends on the host locale")

@@ -1,3 +1,32 @@
-"""Adapters: fitted objects from other libraries -> graph nodes. Importing registers them."""
+"""Adapters: fitted objects from other libraries -> graph nodes. Importing registers them (and the emitters
+onegraph's frame transformers register for scikit-learn's scalers, imputers and encoders)."""
 
-from onegraph.export.adapters import calibration, linear, models, sklearn, trees  # noqa: F401
+import onegraph.frame.transformers  # noqa: F401  (registers emitters for scikit-learn's classes)
+
+from onegraph.export.adapters import (  # noqa: F401
+    calibration,
+    catboost,
+    cluster,
+    decomposition,
+    discriminant,
+    ensembles,
+    gaussian_process,
+    glm,
+    impute,
+    kernel_approximation,
+    lightgbm,
+    linear,
+    misc,
+    models,
+    naive_bayes,
+    neighbors,
+    neural,
+    pipeline,
+    preprocessing,
+    refused,
+    selection,
+    sklearn,
+    svm,
+    text,
+    trees,
+)

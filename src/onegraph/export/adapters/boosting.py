@@ -27,6 +27,19 @@ __all__ = ["BoostingModel"]
 _ONNXMLTOOLS_OPSET = 15
 
 
+def _unnamed(model: Any) -> Any:
+    """A copy of an XGBoost model fitted on a DataFrame, its booster's feature names dropped: onnxmltools reads
+    features only as ``f0, f1, ...`` (the model given is not modified)."""
+    if model.get_booster().feature_names is None:
+        return model
+    import copy
+
+    clone = copy.deepcopy(model)
+    clone.get_booster().feature_names = None
+    clone.get_booster().feature_types = None
+    return clone
+
+
 class BoostingModel(Adapter):
     """A fitted ``XGBClassifier`` / ``XGBRegressor`` / ``LGBMClassifier`` / ``LGBMRegressor``.
 
@@ -64,7 +77,7 @@ class BoostingModel(Adapter):
                 if self.library == "xgboost":
                     from onnxmltools import convert_xgboost
 
-                    return convert_xgboost(self.model, initial_types=types, target_opset=_ONNXMLTOOLS_OPSET)
+                    return convert_xgboost(_unnamed(self.model), initial_types=types, target_opset=_ONNXMLTOOLS_OPSET)
                 from onnxmltools import convert_lightgbm
 
                 return convert_lightgbm(self.model, initial_types=types, target_opset=_ONNXMLTOOLS_OPSET,

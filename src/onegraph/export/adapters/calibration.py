@@ -21,9 +21,9 @@ from sklearn.calibration import CalibratedClassifierCV
 from onegraph.emit import BOOL, DOUBLE, INT64, GraphBuilder
 from onegraph.errors import ExportError
 from onegraph.export.adapters.choose import emit_model
-from onegraph.export.adapters.linear import LINEAR_CLASSIFIERS, decision_function
 from onegraph.export.adapters.models import (
     ModelOutputs,
+    emit_decision,
     label_from_index,
     register_model,
 )
@@ -38,12 +38,8 @@ def _unwrap(est: Any) -> Any:
 
 def _response(g: GraphBuilder, est: Any, x: ir.Value, n_classes: int) -> ir.Value:
     """``_get_response_values(est, X, ["decision_function", "predict_proba"])`` as ``[N, k]``."""
-    if isinstance(est, LINEAR_CLASSIFIERS):
-        return decision_function(g, est, x)
     if hasattr(est, "decision_function"):
-        raise ExportError(f"CalibratedClassifierCV over {type(est).__name__}: its decision_function has no "
-                          "graph adapter yet", hint="calibrate a linear model, or a model without "
-                                                    "decision_function (forests, trees)")
+        return emit_decision(est, g, x)
     proba = emit_model(est, g, x).values["probabilities"]
     if n_classes == 2:
         return g.op("Slice", proba, g.const(np.array([1], np.int64), "start"), g.const(np.array([2], np.int64), "stop"),

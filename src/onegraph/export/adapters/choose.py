@@ -23,8 +23,10 @@ def adapt(obj: Any) -> Adapter:
     """The adapter for ``obj``.
 
     ``obj`` may be an :class:`Adapter` (returned as is), a path to / bytes of / ``onnx.ModelProto`` of an
-    ONNX model (:class:`~onegraph.export.adapters.onnx_file.OnnxModel`), a fitted XGBoost or LightGBM
-    scikit-learn-API model (:class:`~onegraph.export.adapters.boosting.BoostingModel`), or a fitted
+    ONNX model (:class:`~onegraph.export.adapters.onnx_file.OnnxModel`), a fitted XGBoost scikit-learn-API
+    model (:class:`~onegraph.export.adapters.boosting.BoostingModel`, float32 as XGBoost computes), a LightGBM
+    one (:class:`~onegraph.export.adapters.lightgbm.LightGBMModel`, double as LightGBM computes), a CatBoost
+    one (:class:`~onegraph.export.adapters.catboost.CatBoostModel`), or a fitted
     scikit-learn predictor (:class:`~onegraph.export.adapters.sklearn_model.SklearnModel`). A PyTorch module
     must be wrapped in :class:`~onegraph.export.adapters.torch_module.TorchModule` (which says whether its
     output is logits of classes or a prediction).
@@ -39,7 +41,15 @@ def adapt(obj: Any) -> Adapter:
     if isinstance(obj, (str, os.PathLike, bytes)) or is_in_memory_model(obj):
         return OnnxModel(obj)
     library = type(obj).__module__.split(".")[0]
-    if library in ("xgboost", "lightgbm"):
+    if library == "lightgbm":
+        from onegraph.export.adapters.lightgbm import LightGBMModel
+
+        return LightGBMModel(obj)
+    if library == "catboost":
+        from onegraph.export.adapters.catboost import CatBoostModel
+
+        return CatBoostModel(obj)
+    if library == "xgboost":
         return BoostingModel(obj)
     if library == "torch":
         raise ExportError(f"a PyTorch {type(obj).__name__} does not say what its output means",
@@ -58,6 +68,7 @@ def emit_model(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
     ExportError
         when the model is not fitted, or no adapter nor skl2onnx converter exists for it.
     """
-    if isinstance(model, Adapter) or type(model).__module__.split(".")[0] in ("xgboost", "lightgbm", "torch"):
+    if isinstance(model, Adapter) or type(model).__module__.split(".")[0] in ("xgboost", "lightgbm", "catboost",
+                                                                                  "torch"):
         return adapt(model).emit(g, x)
     return emit_registered(model, g, x)

@@ -23,11 +23,12 @@ from onegraph.emit import BOOL, DOUBLE, INT64, GraphBuilder
 from onegraph.export.adapters.models import (
     ModelOutputs,
     label_from_index,
+    register_decision,
     register_model,
 )
 
 __all__ = ["decision_function", "emit_logistic_regression", "LINEAR_CLASSIFIERS", "emit_linear_classifier",
-           "emit_linear_regressor"]
+           "emit_linear_regressor", "emit_linear_decision"]
 
 
 def decision_function(g: GraphBuilder, model: Any, x: ir.Value) -> ir.Value:
@@ -107,9 +108,17 @@ def emit_linear_classifier(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOut
 
 @register_model(lm.LinearRegression, lm.Ridge, lm.RidgeCV, lm.Lasso, lm.LassoCV, lm.ElasticNet, lm.ElasticNetCV,
                 lm.Lars, lm.LassoLars, lm.BayesianRidge, lm.ARDRegression, lm.HuberRegressor, lm.TheilSenRegressor,
-                lm.QuantileRegressor, lm.SGDRegressor, lm.OrthogonalMatchingPursuit)
+                lm.QuantileRegressor, lm.SGDRegressor, lm.OrthogonalMatchingPursuit, lm.OrthogonalMatchingPursuitCV,
+                lm.LarsCV, lm.LassoLarsCV, lm.LassoLarsIC, lm.PassiveAggressiveRegressor, lm.MultiTaskLasso,
+                lm.MultiTaskLassoCV, lm.MultiTaskElasticNet, lm.MultiTaskElasticNetCV, svm.LinearSVR)
 def emit_linear_regressor(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
     d = _decision(g, model, x)
     if np.ndim(model.coef_) == 1:
         d = g.op("Reshape", d, g.const(np.array([-1], np.int64), "flat"), dtype=DOUBLE)
     return ModelOutputs.regressor(d)
+
+
+@register_decision(*LINEAR_CLASSIFIERS)
+def emit_linear_decision(model: Any, g: GraphBuilder, x: ir.Value) -> ir.Value:
+    """``decision_function`` of a linear classifier: ``[N, 1]`` (binary) or ``[N, n_classes]``."""
+    return _decision(g, model, x)

@@ -34,7 +34,7 @@ from onegraph.errors import ExportError
 from onegraph.registry import registrar
 
 __all__ = ["ModelOutputs", "unscored_labels_missing", "register_model", "emit_registered",
-           "label_from_index", "skl2onnx_graph"]
+           "label_from_index", "skl2onnx_graph", "register_decision", "emit_decision"]
 
 
 @dataclasses.dataclass
@@ -113,6 +113,30 @@ _MODELS: dict[type, ModelAdapter] = {}
 #: ``@register_model(*classes)`` registers ``fn(model, builder, x) -> ModelOutputs`` as the adapter of fitted
 #: ``classes``
 register_model = registrar(_MODELS)
+
+
+DecisionAdapter = Callable[[Any, GraphBuilder, ir.Value], ir.Value]
+_DECISIONS: dict[type, DecisionAdapter] = {}
+
+#: ``@register_decision(*classes)`` registers ``fn(model, builder, x) -> [N, k] double``: the model's
+#: ``decision_function`` (``[N, 1]`` for a binary one), which stacking and calibration read
+register_decision = registrar(_DECISIONS)
+
+
+def emit_decision(model: Any, g: GraphBuilder, x: ir.Value) -> ir.Value:
+    """Fitted ``model``'s ``decision_function`` on ``x`` as ``[N, k]`` double (``[N, 1]`` when scikit-learn
+    returns ``[N]``).
+
+    Raises
+    ------
+    ExportError
+        when no decision function is registered for the model's class.
+    """
+    for cls in type(model).__mro__:
+        if cls in _DECISIONS:
+            return _DECISIONS[cls](model, g, x)
+    raise ExportError(f"{type(model).__name__}.decision_function has no graph adapter",
+                      hint="use a member whose predict_proba or predict is exported instead")
 
 
 def emit_registered(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:

@@ -85,8 +85,11 @@ def splice(g: GraphBuilder, proto: onnx.ModelProto, feeds: Mapping[str, ir.Value
         value = sub.graph.initializers.pop(name)
         value.name = prefix + name
         g.graph.register_initializer(value)
+    scope = g.scope_metadata()
     for node in nodes:
         node.name = prefix + (node.name or node.op_type)
+        if scope and not node.metadata_props:  # attributed to the step splicing it (torch's keep their own)
+            node.metadata_props.update(scope)
         for out in node.outputs:
             if out.name:
                 out.name = prefix + out.name

@@ -24,6 +24,7 @@ from onegraph.emit import (
     register_emitter,
 )
 from onegraph.errors import ExportError
+from onegraph.export.adapters.ops import expm1, log1p
 
 # onegraph's transformers register the emitters of scikit-learn's own (SimpleImputer, OneHotEncoder, the
 # scalers...) when their module is imported: a pipeline of scikit-learn objects alone needs them too

@@ -22,8 +22,9 @@ import onnx_ir as ir
 import sklearn.ensemble as ske
 import sklearn.tree as skt
 
-from onegraph.emit import BOOL, DOUBLE, FLOAT, INT64, GraphBuilder
+from onegraph.emit import BOOL, DOUBLE, FLOAT, INT64, Col, GraphBuilder, register_emitter
 from onegraph.errors import ExportError
+from onegraph.export.adapters.ops import inverse_link
 from onegraph.export.adapters.models import (
     ModelOutputs,
     label_from_index,
@@ -31,7 +32,8 @@ from onegraph.export.adapters.models import (
 )
 
 __all__ = ["TreeArrays", "tree_ensemble", "leaf_vector_sum", "emit_forest_classifier",
-           "emit_forest_regressor", "emit_gradient_boosting", "emit_hist_gradient_boosting"]
+           "emit_forest_regressor", "emit_gradient_boosting", "emit_hist_gradient_boosting",
+           "emit_random_trees_embedding"]
 
 
 @dataclasses.dataclass
@@ -45,6 +47,9 @@ class TreeArrays:
     missing_left: np.ndarray
     leaf_value: np.ndarray  # per node; used at leaves
     target: int = 0
+    #: per node the spec's ``nodes_modes`` (0 ``BRANCH_LEQ``: ``x <= threshold`` goes left, 4 ``BRANCH_EQ``...);
+    #: None: all ``BRANCH_LEQ``
+    mode: np.ndarray | None = None
 
     @property
     def is_leaf(self) -> np.ndarray:
@@ -81,7 +86,7 @@ def tree_ensemble(g: GraphBuilder, x: ir.Value, trees: list[TreeArrays], n_targe
     ``aggregate``: 0 AVERAGE, 1 SUM (the spec's ``aggregate_function``). A tree that is a single leaf gets a
     dummy split whose both branches reach that leaf.
     """
-    featureids, splits, missing, true_ids, true_leaf, false_ids, false_leaf = ([] for _ in range(7))
+    featureids, splits, missing, true_ids, true_leaf, false_ids, false_leaf, modes = ([] for _ in range(8))
     leaf_targets, leaf_weights, roots = [], [], []
     for t in trees:
         node_pos: dict[int, int] = {}
@@ -96,7 +101,7 @@ def tree_ensemble(g: GraphBuilder, x: ir.Value, trees: list[TreeArrays], n_targe
             leaf_weights.append(t.leaf_value[n])
         if not node_pos:  # a single leaf
             roots.append(len(featureids))
-            featureids.append(0), splits.append(0.0), missing.append(0)
+            featureids.append(0), splits.append(0.0), missing.append(0), modes.append(0)
             true_ids.append(leaf_pos[0]), true_leaf.append(1), false_ids.append(leaf_pos[0]), false_leaf.append(1)
             continue
         roots.append(node_pos[0])
@@ -104,6 +109,7 @@ def tree_ensemble(g: GraphBuilder, x: ir.Value, trees: list[TreeArrays], n_targe
             featureids.append(int(t.feature[n]))
             splits.append(float(t.threshold[n]))
             missing.append(int(t.missing_left[n]))
+            modes.append(0 if t.mode is None else int(t.mode[n]))
             for child, ids, leafs in ((t.left[n], true_ids, true_leaf), (t.right[n], false_ids, false_leaf)):
                 is_leaf = bool(t.is_leaf[child])
                 ids.append(leaf_pos[child] if is_leaf else node_pos[child])
@@ -111,7 +117,7 @@ def tree_ensemble(g: GraphBuilder, x: ir.Value, trees: list[TreeArrays], n_targe
     return g.op(
         "TreeEnsemble", x, domain="ai.onnx.ml", dtype=DOUBLE,
         nodes_featureids=featureids, nodes_splits=ir.tensor(np.asarray(splits, np.float64)),
-        nodes_modes=ir.tensor(np.zeros(len(featureids), np.uint8)),
+        nodes_modes=ir.tensor(np.asarray(modes, np.uint8)),
         nodes_truenodeids=true_ids, nodes_trueleafs=true_leaf,
         nodes_falsenodeids=false_ids, nodes_falseleafs=false_leaf,
         nodes_missing_value_tracks_true=missing,
@@ -194,18 +200,7 @@ def emit_forest_regressor(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutp
 # -- gradient boosting ----------------------------------------------------------------------------
 def _inverse_link(g: GraphBuilder, model: Any, raw: ir.Value) -> ir.Value:
     """scikit-learn's ``model._loss.link.inverse`` in ONNX ops."""
-    link = type(model._loss.link).__name__
-    if link == "IdentityLink":
-        return raw
-    if link == "LogLink":
-        return g.op("Exp", raw, dtype=DOUBLE)
-    if link == "LogitLink":
-        return g.op("Sigmoid", raw, dtype=DOUBLE)
-    if link == "HalfLogitLink":
-        return g.op("Sigmoid", g.op("Mul", raw, g.const(np.float64(2.0), "two"), dtype=DOUBLE), dtype=DOUBLE)
-    if link == "MultinomialLogit":
-        return g.op("Softmax", raw, axis=1, dtype=DOUBLE)
-    raise ExportError(f"{type(model).__name__}: link function {link} is not supported")
+    return inverse_link(g, model._loss.link, raw, type(model).__name__)
 
 
 def _boosting_outputs(g: GraphBuilder, model: Any, raw: ir.Value, classifier: bool) -> ModelOutputs:
@@ -255,3 +250,21 @@ def emit_hist_gradient_boosting(model: Any, g: GraphBuilder, x: ir.Value) -> Mod
                dtype=DOUBLE)
     raw.shape = ir.Shape(["N", k])
     return _boosting_outputs(g, model, raw, classifier=hasattr(model, "classes_"))
+
+
+@register_emitter(ske.RandomTreesEmbedding)
+def emit_random_trees_embedding(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]:
+    """``RandomTreesEmbedding.transform``: ``one_hot_encoder_.transform(apply(X))``, the leaf each tree sends
+    the row to (features compared in float32), one-hot over the leaves seen in fit (``categories_``)."""
+    from onegraph.export.adapters.discriminant import feature_block
+
+    x = g.matrix(cols, DOUBLE)
+    trees = [dataclasses.replace(_sk_tree(e.tree_, np.arange(e.tree_.node_count, dtype=np.float64)), target=i)
+             for i, e in enumerate(est.estimators_)]
+    leaves = tree_ensemble(g, _as_float32(g, x), trees, n_targets=len(trees))
+    parts = []
+    for i, cats in enumerate(est.one_hot_encoder_.categories_):
+        leaf = g.op("Gather", leaves, g.const(np.array([i], np.int64), "tree"), axis=1, dtype=DOUBLE)
+        hit = g.op("Equal", leaf, g.const(np.asarray(cats, np.float64).reshape(1, -1), "leaves"), dtype=BOOL)
+        parts.append(g.op("Cast", hit, to=DOUBLE, dtype=DOUBLE))
+    return feature_block(g, est, g.op("Concat", *parts, axis=1, dtype=DOUBLE), cols)
