@@ -299,3 +299,37 @@ def _expression_model():
                            "l": "(a > 0) and not (b < 0) or isna(a)"}).fit(sample)
         _EXPRESSION.extend([onegraph.build(expr, None, sample), expr])
     return _EXPRESSION
+
+
+def test_a_wide_one_hot_is_probed_in_one_transform_not_one_per_column(monkeypatch):
+    """Issue 15: the export probed ``transform`` once per text column over all columns (10,100 ``check_array``
+    calls at 500 columns, quadratic build time); columns are now probed together. The graph still equals
+    scikit-learn (build's parity check, and the scores here)."""
+    import warnings
+
+    from sklearn.compose import make_column_transformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder as SkOneHot
+
+    import onegraph
+    from onegraph.datasets import load_penguins
+
+    penguins = load_penguins()
+    rng = np.random.default_rng(0)
+    x = pd.DataFrame({f"c{k}": penguins[("species", "island", "sex")[k % 3]].to_numpy(object)[
+        rng.permutation(len(penguins))] for k in range(60)})
+    y = penguins["bill_length_mm"].fillna(0).to_numpy() > 44
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pipe = make_pipeline(make_column_transformer((SkOneHot(handle_unknown="ignore"), list(x.columns))),
+                             LogisticRegression(max_iter=200)).fit(x, y)
+    calls = []
+    original = SkOneHot.transform
+    monkeypatch.setattr(SkOneHot, "transform", lambda self, X: calls.append(len(X)) or original(self, X))
+    model = onegraph.build(pipe, None, x)
+    probes = [n for n in calls if n <= 4]  # the probe frames: categories + unknown rows; parity runs all rows
+    assert len(probes) == 1, calls
+    got = onegraph.score(model, x)
+    np.testing.assert_allclose(got[["probabilities_False", "probabilities_True"]].to_numpy(),
+                               pipe.predict_proba(x), rtol=1e-12, atol=1e-15)
