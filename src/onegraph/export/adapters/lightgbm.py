@@ -26,13 +26,12 @@ from typing import Any
 
 import numpy as np
 import onnx_ir as ir
-from sklearn.base import is_classifier
 
 from onegraph.emit import BOOL, DOUBLE, INT64, GraphBuilder
 from onegraph.errors import ExportError
-from onegraph.export.adapters.contract import Adapter, Consumes, qualified_name
 from onegraph.export.adapters.models import ModelOutputs, label_from_index
 from onegraph.export.adapters.ops import argmax_index, binary_pair, f64, softmax
+from onegraph.export.adapters.sklearn_model import SklearnModel
 from onegraph.export.adapters.trees import TreeArrays, tree_ensemble
 
 __all__ = ["LightGBMModel", "lightgbm_trees"]
@@ -134,7 +133,7 @@ def _features(g: GraphBuilder, x: ir.Value, kinds: dict[int, str], n: int) -> ir
     return g.op("Where", g.const(zer, "zero_missing"), zero, out, dtype=DOUBLE)
 
 
-class LightGBMModel(Adapter):
+class LightGBMModel(SklearnModel):
     """A fitted ``LGBMClassifier`` / ``LGBMRegressor`` in double precision (see the module notes).
 
     Raises
@@ -146,12 +145,7 @@ class LightGBMModel(Adapter):
     def __init__(self, model: Any) -> None:
         if not hasattr(model, "booster_"):
             raise ExportError(f"{type(model).__name__} is not fitted", hint="call fit before building")
-        self.model = model
-        self.source = qualified_name(model)
-        self.task = "classifier" if is_classifier(model) else "regressor"
-        self.classes = [c.item() if isinstance(c, np.generic) else c for c in model.classes_] \
-            if self.task == "classifier" else None
-        self.consumes = Consumes("double", int(model.n_features_in_))
+        super().__init__(model)  # source, task, classes, consumes: as any scikit-learn predictor
         self.dump = model.booster_.dump_model()
         if any("leaf_coeff" in str(t)[:2000] for t in self.dump["tree_info"][:1]) or \
                 model.get_params().get("linear_tree"):
