@@ -121,18 +121,12 @@ class Worker:
 
         Raises :class:`Unavailable` when the process cannot be started.
         """
-        if not self.alive():
-            self._proc = None
-            self._start()
-        request = {"stages": list(stages), "folder": folder, "limits": limits.to_dict(), "size": len(data)}
         outcome = Outcome([], {s: "not run" for s in stages})
         current = None
-        self._stderr.clear()
-        deadline = time.monotonic() + limits.wall
+        deadline = self._prepare(limits)
         try:
-            self._proc.stdin.write(json.dumps(request).encode() + b"\n")
-            self._proc.stdin.write(data)
-            self._proc.stdin.flush()
+            self._send({"stages": list(stages), "folder": folder, "limits": limits.to_dict(), "size": len(data)},
+                       data)
             while True:
                 message = self._message(deadline)
                 if "stage" in message:
@@ -157,6 +151,20 @@ class Worker:
         self._proc = None
         return outcome
 
+    def _prepare(self, limits: Limits) -> float:
+        """Start the process if it is not running; the request's wall-clock deadline."""
+        if not self.alive():
+            self._proc = None
+            self._start()
+        self._stderr.clear()
+        return time.monotonic() + limits.wall
+
+    def _send(self, request: dict, data: bytes) -> None:
+        """One request: a JSON line, then the model's bytes (``request["size"]`` of them)."""
+        self._proc.stdin.write(json.dumps(request).encode() + b"\n")
+        self._proc.stdin.write(data)
+        self._proc.stdin.flush()
+
     def call(self, name: str, data: bytes, options: dict, limits: Limits) -> Outcome | bytes | tuple[str, str]:
         """Run onnx's native function ``name`` on ``data`` in the checking process: the result's bytes, the
         ``(exception type, message)`` it raised, or an :class:`Outcome` whose finding says how the process died
@@ -164,16 +172,9 @@ class Worker:
 
         Raises :class:`Unavailable` when the process cannot be started.
         """
-        if not self.alive():
-            self._proc = None
-            self._start()
-        request = {"call": name, "options": options, "limits": limits.to_dict(), "size": len(data)}
-        self._stderr.clear()
-        deadline = time.monotonic() + limits.wall
+        deadline = self._prepare(limits)
         try:
-            self._proc.stdin.write(json.dumps(request).encode() + b"\n")
-            self._proc.stdin.write(data)
-            self._proc.stdin.flush()
+            self._send({"call": name, "options": options, "limits": limits.to_dict(), "size": len(data)}, data)
             message = self._message(deadline)
             if "error" in message:
                 return str(message["error"]), str(message.get("message", ""))
