@@ -201,7 +201,7 @@ def test_float32_boosters_checked_at_their_precision(library, task):
         model = cls(n_estimators=30, max_depth=4).fit(x, y)
     else:
         cls = catboost.CatBoostRegressor if task == "regression" else catboost.CatBoostClassifier
-        model = cls(iterations=30, verbose=0, thread_count=1, random_seed=0).fit(x, y)
+        model = cls(iterations=30, verbose=0, thread_count=1, random_seed=0, allow_writing_files=False).fit(x, y)
     proto = onegraph.build(None, model, x)
     report = onegraph.parity(None, model, x, onnx_model=proto, rtol=1e-5, atol=1e-5)
     assert report.ok and "rtol 1e-05, atol 1e-05" in str(report)
@@ -213,7 +213,8 @@ def test_catboost_categorical_features_are_refused_with_the_reason():
     catboost = pytest.importorskip("catboost")
     cars, _ = _cars()
     frame = cars[["Cylinders", "Weight_in_lbs", "Origin"]]
-    model = catboost.CatBoostRegressor(iterations=5, verbose=0, thread_count=1, cat_features=["Origin"]).fit(
+    model = catboost.CatBoostRegressor(iterations=5, verbose=0, thread_count=1, cat_features=["Origin"],
+                                       allow_writing_files=False).fit(
         frame, cars["Miles_per_Gallon"].fillna(20))
     with pytest.raises(onegraph.errors.ExportError, match="CatBoost's ONNX export does not support them"):
         onegraph.export.adapt(model)

@@ -165,3 +165,15 @@ def test_calibrating_a_model_whose_runs_take_no_sample_is_one_error(cli, tmp_pat
     _one_line_error(done)
     assert "'x'" in done.stderr and "first dimension of 0" in done.stderr
     assert not (tmp_path / "o.onnx").exists()
+
+
+@pytest.mark.parametrize("argv", [["nosuchcmd"], ["score", "m.onnx", "d.csv"]]
+                         + [[command, "--no-such-option"] for command in sorted(
+                             __import__("onegraph.cli", fromlist=["COMMANDS"]).COMMANDS)])
+def test_usage_errors_are_one_line_on_every_command(cli, argv):
+    """A new user's case: click's usage errors printed a five-line box; they leave through the one exit too
+    (exit code 2, as click's)."""
+    done = cli(*argv)
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    assert "--help`)" in lines[0]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 import sklearn_coverage as coverage
 from sklearn.calibration import CalibratedClassifierCV
@@ -143,3 +144,52 @@ def test_transformers_inside_a_pipeline_before_a_model():
     rows = x.copy()
     rows.iloc[:5, 0] = rows.iloc[:5, 0] * 3  # outside the knots: "continue" extrapolates
     _same_classifier(pipe, rows)
+
+
+def test_a_step_around_its_nested_step_still_builds():
+    """A new user's case: IterativeImputer on three cars columns, its own nodes before and after its initial
+    imputer's; grouping it into one function call refused the build (GroupingError, not convex). Its own nodes
+    now stay in the graph, the nested imputer is still a function; values equal scikit-learn's transform."""
+    from sklearn.experimental import enable_iterative_imputer  # noqa: F401
+    from sklearn.impute import IterativeImputer
+
+    x = pd.read_csv(coverage.ROOT / "tests" / "data" / "cars.csv")[["Horsepower", "Weight_in_lbs", "Acceleration"]]
+    assert x.isna().any().any()
+    imputer = IterativeImputer(random_state=0).fit(x)
+    model = onegraph.build(imputer, None, x)
+    # IterativeImputer's rounds of ridge regressions: the graph sums in another order (parity bound of build)
+    np.testing.assert_allclose(onegraph.score(model, x).to_numpy(float), imputer.transform(x), rtol=1e-12, atol=1e-10)
+    assert "SimpleImputer" in [f.name for f in model.functions]
+
+
+def test_members_that_encode_text_themselves_are_refused_with_the_shared_form():
+    """A new user's case: members that are pipelines with their own ColumnTransformer over text columns got
+    "encode them before the model" although they do; the reason now says what is exported and how."""
+    from sklearn.compose import make_column_transformer
+    from sklearn.preprocessing import OneHotEncoder
+
+    from onegraph.datasets import load_penguins
+
+    x = load_penguins().dropna()
+    y = x.pop("species")
+    ct = make_column_transformer((OneHotEncoder(handle_unknown="ignore"), ["island", "sex"]),
+                                 (StandardScaler(), ["bill_length_mm", "flipper_length_mm"]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        vote = VotingClassifier([("a", make_pipeline(ct, LogisticRegression(max_iter=500))),
+                                 ("b", make_pipeline(ct, GaussianNB()))], voting="soft").fit(x, y)
+    with pytest.raises(onegraph.errors.ExportError, match=r"member\(s\) 'a', 'b' are pipelines .* share one "
+                                                          r"preprocessing: make_pipeline\(preprocessing"):
+        onegraph.build(vote, None, x)
+
+
+def test_a_model_fitted_on_other_features_than_the_preprocessing_gives_is_one_line():
+    """A new user's case: the ONNX checker's five-line MatMul shape error reached the user."""
+    from sklearn.compose import make_column_transformer
+
+    x, y = _data(False)
+    ct = make_column_transformer((StandardScaler(), list(x.columns))).fit(x)
+    model = LogisticRegression(max_iter=500).fit(ct.transform(x)[:, :3], y)
+    with pytest.raises(onegraph.errors.ExportError, match="fitted on 3 features but the preprocessing gives 5") as info:
+        onegraph.build(ct, model, x)
+    assert "\n" not in str(info.value)

@@ -31,6 +31,12 @@ class ConfigError(OnegraphError, ValueError):
     """An argument or option has a value onegraph cannot work with."""
 
 
+class UsageError(ConfigError):
+    """The command line itself is wrong (an unknown option or command, a missing argument): exit code 2."""
+
+    exit_code = 2
+
+
 class DataError(OnegraphError):
     """The data given (a DataFrame, a file of rows, a dict of columns) cannot be used."""
 
@@ -164,6 +170,7 @@ class FederatedError(OnegraphError):
 __all__ = [
     "OnegraphError",
     "ConfigError",
+    "UsageError",
     "DataError",
     "MissingColumnError",
     "ColumnTypeError",

@@ -56,7 +56,7 @@ INTERNAL_ERROR = 70
 def main() -> None:
     """Entry point of the ``onegraph`` console script: runs the command, and is the one exit for its errors."""
     try:
-        load_commands(sys.argv[1:])()
+        sys.exit(_run(sys.argv[1:]))
     except OnegraphError as exc:
         _traceback()
         err.print(f"error: {_one_line(str(exc))}", markup=False, soft_wrap=True)
@@ -72,6 +72,27 @@ def main() -> None:
         err.print(f"error: internal error in {command_name(sys.argv[1:])} ({type(exc).__name__}: "
                   f"{_one_line(str(exc))[:300]}); please report it with the file", markup=False, soft_wrap=True)
         sys.exit(INTERNAL_ERROR)
+
+
+def _run(argv: list[str]) -> int:
+    """Run the command ``argv`` names; its exit code. A usage error (unknown option or command, a missing
+    argument, a bad value) is a :class:`~onegraph.errors.UsageError`: one line, exit 2, as click's own code."""
+    import typer.main
+    # typer's vendored click: the exceptions its parser raises (typer re-exports only Exit and Abort)
+    from typer._click.exceptions import NoArgsIsHelpError, UsageError as ClickUsageError
+
+    from onegraph.errors import UsageError
+
+    command = typer.main.get_command(load_commands(argv))
+    try:
+        code = command.main(args=argv, prog_name="onegraph", standalone_mode=False)
+    except NoArgsIsHelpError as exc:  # `onegraph` or `onegraph stats` alone: the help is the answer
+        err.print(exc.format_message(), markup=False, highlight=False)
+        return 2
+    except ClickUsageError as exc:
+        path = exc.ctx.command_path if exc.ctx is not None else "onegraph"
+        raise UsageError(f"{_one_line(exc.format_message())} (see `{path} --help`)") from None
+    return code if isinstance(code, int) else 0
 
 
 def _one_line(text: str) -> str:

@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import onnx
 import pandas as pd
 import sklearn
@@ -168,7 +169,13 @@ def _emit(preprocessing: Any, model: Any, specs: list[ColumnSpec], name: str) ->
 
 
 def _check_model_inputs(model: Any, cols: list[Col]) -> None:
-    """A model takes a matrix of numbers: say which columns are not, and what to do."""
+    """A model takes a matrix of numbers, as many as it was fitted on: say which columns are not, or how many
+    it takes against how many reach it, and what to do."""
+    fitted = getattr(model, "n_features_in_", None)
+    if isinstance(fitted, (int, np.integer)) and int(fitted) != len(cols):
+        raise ExportError(f"{type(model).__name__} was fitted on {int(fitted)} features but the preprocessing gives "
+                          f"{len(cols)}", hint="fit the model on the preprocessing's output (or pass them as one "
+                          "Pipeline)")
     bad = [c for c in cols if c.kind in ("string", "datetime", "timedelta")]
     if not bad:
         return
@@ -177,8 +184,26 @@ def _check_model_inputs(model: Any, cols: list[Col]) -> None:
             None, "from_dtype"):
         raise ExportError(f"{type(model).__name__} uses native categorical features ({names}), which cannot be "
                           "exported yet", hint="one-hot or ordinal-encode those columns before the model")
+    inner = _members_with_own_preprocessing(model)
+    if inner:
+        raise ExportError(f"{type(model).__name__}'s member(s) {', '.join(inner)} are pipelines that encode the "
+                          f"table's {bad[0].kind} column(s) {names} themselves; onegraph exports a "
+                          f"{type(model).__name__} on the numbers one shared preprocessing gives",
+                          hint=f"share one preprocessing: make_pipeline(preprocessing, {type(model).__name__}(...)) "
+                          "with members that take its output")
     raise ExportError(f"{type(model).__name__} takes numbers, but {bad[0].kind} column(s) {names} reach it",
                       hint="encode them before the model (onegraph.frame.OneHotEncoder, OrdinalEncoder, DateParts)")
+
+
+def _members_with_own_preprocessing(model: Any) -> list[str]:
+    """Names of the pipelines among a meta-estimator's members (voting, stacking, calibration, target transform)."""
+    from sklearn.pipeline import Pipeline
+
+    members = list(getattr(model, "named_estimators_", {}).items())
+    for attr in ("estimator", "regressor", "estimator_", "regressor_"):
+        if isinstance(getattr(model, attr, None), Pipeline):
+            members.append((attr, getattr(model, attr)))
+    return [repr(name) for name, member in members if isinstance(member, Pipeline)]
 
 
 def _training_metadata(preprocessing: Any, model: Any, frame: pd.DataFrame) -> dict[str, Any]:
