@@ -30,29 +30,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from _timing import fmt, interleaved  # noqa: E402
 
+from onegraph.campaign.seeds import penguins_model  # noqa: E402
 from onegraph.check import fuzz  # noqa: E402
 from onegraph.check.limits import Limits  # noqa: E402
 from onegraph.check.sandbox import Worker  # noqa: E402
 from onegraph.check.stages import STAGES, State, run_stage  # noqa: E402
-
-
-def penguins_model() -> bytes:
-    from sklearn.compose import ColumnTransformer
-    from sklearn.linear_model import LogisticRegression
-    from sklearn.pipeline import make_pipeline
-
-    import onegraph
-    from onegraph.datasets import load_penguins
-    from onegraph.frame import OneHotEncoder, SimpleImputer, StandardScaler
-
-    df = load_penguins().dropna(subset=["species"])
-    y = df.pop("species")
-    pipe = make_pipeline(ColumnTransformer([
-        ("num", make_pipeline(SimpleImputer(), StandardScaler()), ["bill_length_mm", "body_mass_g", "year"]),
-        ("cat", make_pipeline(SimpleImputer(strategy="most_frequent"), OneHotEncoder(handle_unknown="ignore")),
-         ["island", "sex"]),
-    ]), LogisticRegression(max_iter=500)).fit(df, y)
-    return onegraph.build(pipe, None, df).SerializeToString()
 
 
 def isolation_overhead(seeds: dict[str, bytes], rounds: int) -> dict[str, float]:
@@ -98,7 +80,7 @@ def main() -> None:
         return
 
     seeds = fuzz.seed_models()
-    seeds["penguins"] = penguins_model()
+    seeds["penguins"] = penguins_model(handle_unknown="ignore")
     folder = Path(tempfile.mkdtemp(prefix="onegraph-fuzz-"))
     (folder / "weights.bin").write_bytes(np.arange(6, dtype=np.float32).tobytes())
     result = fuzz.campaign(args.checker_cases, seed=args.seed, workers=args.workers, folder=folder, seeds=seeds)

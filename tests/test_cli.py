@@ -6,9 +6,12 @@ import json
 import subprocess
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import cli_run
 import pytest
+
+import onegraph
 
 DATA = Path(__file__).parent / "data"
 
@@ -68,6 +71,7 @@ def test_regression_build(tmp_path):
     (["build", str(DATA / "cars.csv"), "--target", "Origin", "-o", "m.onnx", "--task", "regression"], "regression needs"),
     (["build", "one_class.csv", "--target", "y", "-o", "m.onnx"], "single class"),
     (["build", "with_inf.csv", "--target", "y", "-o", "m.onnx"], "'x': holds infinite"),
+    (["build", str(DATA / "cars.csv"), "--target", "Name", "-o", "m.onnx"], "nearly one per row"),
 ])
 def test_errors_are_one_line_without_traceback(tmp_path, args, message):
     (tmp_path / "junk.onnx").write_bytes(b"this is not a model")
@@ -125,3 +129,29 @@ def test_show_a_model_built_elsewhere(cli):
     assert [(i["kind"], i["onnx_type"]) for i in info["inputs"]] == [("?", "float32")]
     done = cli("show", str(model))
     assert done.returncode == 0 and "float32" in done.stdout, done.stderr
+
+
+@pytest.mark.parametrize("fmt", ["%m/%d/%Y", "%d.%m.%Y", "%d/%m/%Y %H:%M"])
+def test_build_reads_dates_written_day_or_month_first(tmp_path, cli, fmt):
+    """A CSV's date column written month or day first is read as dates in that format (a note names it), not
+    as categories: the model scores its rows exactly as the same model built from the ISO-written dates does."""
+    weather = pd.read_csv(DATA / "seattle-weather.csv")
+    stamps = pd.to_datetime(weather["date"])
+    iso, other = weather.copy(), weather.copy()
+    other["date"] = stamps.dt.strftime(fmt)
+    iso["date"] = stamps.dt.strftime("%Y-%m-%d %H:%M" if "%H" in fmt else "%Y-%m-%d")
+    scores = {}
+    for name, frame in (("iso", iso), ("other", other)):
+        frame.to_csv(tmp_path / f"{name}.csv", index=False)
+        result = cli("build", str(tmp_path / f"{name}.csv"), "--target", "temp_max", "--model", "ridge",
+                     "-o", str(tmp_path / f"{name}.onnx"))
+        assert result.returncode == 0, result.stderr
+        assert "1 date columns" in result.stderr
+        assert (f"read as dates in the format {fmt!r}" in result.stderr) == (name == "other"), result.stderr
+        scores[name] = onegraph.score(tmp_path / f"{name}.onnx", frame)["prediction"].to_numpy()
+    np.testing.assert_array_equal(scores["other"], scores["iso"])
+    # a date the format cannot read is a missing date (imputed), never an unknown category or a wrong date
+    odd = other.head(3).copy()
+    odd.loc[0, "date"] = "31/31/2020"
+    got = onegraph.score(tmp_path / "other.onnx", odd)["prediction"]
+    assert got.notna().all()

@@ -116,3 +116,64 @@ def test_removal_needs_the_lock_and_the_age(tmp_path):
     finally:
         os.close(fd)
     assert fresh.exists() and held.exists() and not old.exists()
+
+
+# -- every command that writes a model refuses, in one line and before writing, a path it cannot use -------
+def _model_commands(model, data):
+    """(command line with OUT for the output) per command that writes a model."""
+    return [
+        ["quickstart", "-o", "OUT"],
+        ["build", str(data), "--target", "species", "-o", "OUT"],
+        ["fuse", str(model), "-o", "OUT"],
+        ["convert", str(model), "--opset", "18", "-o", "OUT"],
+        ["compose", str(model), str(model), "--name", "a", "--name", "b", "-o", "OUT"],
+        ["functions", "inline", str(model), "-o", "OUT"],
+        ["stats", "calibrate", str(model), "--data", str(data), "-o", "OUT"],
+        ["stats", "strip", str(model), "-o", "OUT"],
+        ["meta", "set", str(model), "description=x", "-o", "OUT"],
+    ]
+
+
+@pytest.mark.parametrize("where,message", [
+    ("model.csv", "names a table file"),
+    ("/proc/onegraph-test/model.onnx", "does not exist"),
+    ("/proc/model.onnx", "cannot write /proc/model.onnx"),
+])
+def test_every_model_writing_command_refuses_an_unusable_output(cli, penguins_onnx, penguins, tmp_path, where,
+                                                                 message):
+    data = tmp_path / "penguins.csv"
+    penguins.to_csv(data, index=False)
+    target = where if where.startswith("/") else str(tmp_path / where)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    for args in _model_commands(penguins_onnx, data):
+        result = cli(*[target if a == "OUT" else a for a in args])
+        lines = [line for line in result.stderr.splitlines() if line.strip() and not line.startswith("note:")]
+        assert result.returncode == 1, (args, result.stderr)
+        assert len(lines) == 1 and lines[0].startswith("error:") and message in lines[0], (args, result.stderr)
+        assert sorted(p.name for p in tmp_path.iterdir()) == before, args  # nothing written, no temporary left
+
+
+def test_build_refuses_an_unwritable_folder_before_fitting(cli, penguins, tmp_path, monkeypatch):
+    """The probe runs before the data is read: a build that would fail at the end fails at once."""
+    import onegraph.io
+
+    data = tmp_path / "penguins.csv"
+    penguins.to_csv(data, index=False)
+    read = []
+    monkeypatch.setattr(onegraph.io, "read_table", lambda *a, **k: read.append(a) or penguins)
+    result = cli("build", str(data), "--target", "species", "-o", "/proc/model.onnx")
+    assert result.returncode == 1 and "cannot write /proc/model.onnx" in result.stderr
+    assert read == []
+
+
+def test_the_python_api_refuses_a_table_suffix_for_a_model(penguins, tmp_path):
+    from sklearn.linear_model import LinearRegression
+
+    import onegraph
+    from onegraph.errors import OnegraphError
+
+    x = penguins.dropna()[["bill_length_mm", "flipper_length_mm"]]
+    model = LinearRegression().fit(x, penguins.dropna()["body_mass_g"])
+    with pytest.raises(OnegraphError, match="names a table file"):
+        onegraph.build(None, model, x, path=tmp_path / "m.parquet")
+    assert list(tmp_path.iterdir()) == []

@@ -31,7 +31,7 @@ import pandas as pd
 
 from onegraph.errors import DataError, OnegraphError
 
-__all__ = ["atomic_path", "check_output_path", "write_bytes", "save_model", "read_table", "write_table",
+__all__ = ["atomic_path", "check_output_path", "TABLE_SUFFIXES", "write_bytes", "save_model", "read_table", "write_table",
            "remove_stale_temporaries", "STALE_AFTER"]
 
 #: seconds since its last change before an unlocked temporary file counts as a dead writer's leftover
@@ -49,7 +49,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     OnegraphError
         naming the file, when it cannot be written (see :func:`check_output_path`, or the OS error).
     """
-    target, folder = check_output_path(path)
+    target, folder = check_output_path(path, probe=False)  # creating the temporary file below is the probe
     # the file keeps the mode it had, or gets the one a plain open() would give (mkstemp makes 0600)
     try:
         mode = target.stat().st_mode & 0o7777
@@ -137,18 +137,39 @@ def remove_stale_temporaries(target: Path, *, keep: Path | None = None, now: flo
     return removed
 
 
-def check_output_path(path: str | os.PathLike) -> tuple[Path, Path]:
+#: suffixes of table files: a model written under one of them would be mistaken for data (and not read back)
+TABLE_SUFFIXES = frozenset({".csv", ".tsv", ".parquet", ".pq", ".json", ".jsonl", ".arrow", ".feather", ".ipc",
+                            ".xlsx", ".xls"})
+
+
+def check_output_path(path: str | os.PathLike, *, model: bool = False, probe: bool = True) -> tuple[Path, Path]:
     """The file and folder ``path`` names, or :class:`OnegraphError` if no file can be written there
-    (empty, a folder, a missing folder). Commands call it before long work, not only when writing."""
+    (empty, a folder, a missing folder, a folder where no file can be created — probed by creating and removing
+    a temporary file, as the atomic write will). Commands call it before long work, not only when writing.
+
+    ``model``: the file will hold an ONNX model, so a table's suffix (``.csv``, ``.parquet``...,
+    :data:`TABLE_SUFFIXES`) is refused. ``probe=False`` skips the temporary file (the atomic write itself).
+    """
     if not str(path).strip():
         raise OnegraphError("no output path given", hint="give a file name, e.g. -o model.onnx")
     target = Path(path)
     if target.is_dir() or str(path).endswith(os.sep):
         raise OnegraphError(f"cannot write {target}: it is a folder", hint="give a file name inside it")
+    if model and target.suffix.lower() in TABLE_SUFFIXES:
+        raise OnegraphError(f"cannot write a model to {target}: {target.suffix} names a table file, and the model "
+                            "is ONNX", hint=f"give a .onnx name, e.g. {target.with_suffix('.onnx').name}")
     folder = target.parent if str(target.parent) else Path(".")
     if not folder.is_dir():
         raise OnegraphError(f"cannot write {target}: folder {folder} does not exist",
                             hint="create the folder first")
+    if probe:
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+        except OSError as exc:
+            raise OnegraphError(f"cannot write {target}: {exc.strerror} (folder {folder})",
+                                hint="choose a folder you can write to") from None
+        os.close(fd)
+        os.unlink(tmp)
     return target, folder
 
 
@@ -159,7 +180,11 @@ def write_bytes(path: str | os.PathLike, data: bytes) -> None:
 
 
 def save_model(model: Any, path: str | os.PathLike) -> None:
-    """Save ``model`` (an ``onnx.ModelProto``) to ``path`` atomically (a single file, no external data)."""
+    """Save ``model`` (an ``onnx.ModelProto``) to ``path`` atomically (a single file, no external data).
+
+    Raises :class:`OnegraphError` when ``path`` cannot be written or names a table file (``.csv``...).
+    """
+    check_output_path(path, model=True, probe=False)
     write_bytes(path, model.SerializeToString())
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["Seeds", "make_seeds"]
+__all__ = ["Seeds", "make_seeds", "penguins_model"]
 
 
 @dataclasses.dataclass
@@ -35,7 +35,7 @@ def make_seeds(folder: Path, *, extra: dict[str, bytes] | None = None) -> Seeds:
 
     folder.mkdir(parents=True, exist_ok=True)
     models = dict(fuzz.seed_models())
-    penguins = _penguins()
+    penguins = penguins_model()
     models["penguins"] = penguins
     models["penguins-stats"] = _with_stats(penguins, penguins_path())
     models["qdq"] = _quantized()
@@ -59,20 +59,22 @@ def make_seeds(folder: Path, *, extra: dict[str, bytes] | None = None) -> Seeds:
     return Seeds(models, data, csv, deltas)
 
 
-def _penguins() -> bytes:
+def penguins_model(handle_unknown: str = "error") -> bytes:
+    """The penguins pipeline (impute + scale three numbers, impute + one-hot two text columns, logistic
+    regression) built by onegraph, serialized; ``handle_unknown`` is its OneHotEncoder's."""
     from sklearn.compose import ColumnTransformer
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
 
     import onegraph
     from onegraph.datasets import load_penguins
-    from onegraph.frame import DateParts, OneHotEncoder, SimpleImputer, StandardScaler  # noqa: F401
+    from onegraph.frame import OneHotEncoder, SimpleImputer, StandardScaler
 
     df = load_penguins().dropna(subset=["species"])
     y = df.pop("species")
     pipe = make_pipeline(ColumnTransformer([
         ("num", make_pipeline(SimpleImputer(), StandardScaler()), ["bill_length_mm", "body_mass_g", "year"]),
-        ("cat", make_pipeline(SimpleImputer(strategy="most_frequent"), OneHotEncoder(handle_unknown="error")),
+        ("cat", make_pipeline(SimpleImputer(strategy="most_frequent"), OneHotEncoder(handle_unknown=handle_unknown)),
          ["island", "sex"]),
     ]), LogisticRegression(max_iter=500)).fit(df, y)
     return onegraph.build(pipe, None, df).SerializeToString()

@@ -141,8 +141,9 @@ def compose(
     that take its feature matrix, outputs named <model>.<output>, optionally an ensemble."""
     from onegraph.export import Ensemble
     from onegraph.export.merge import compose_models, plan
-    from onegraph.io import read_table
+    from onegraph.io import check_output_path, read_table
 
+    check_output_path(output, model=True)  # before the models are read and merged
     ens = None
     checked = ensemble_options(ensemble, weights, len([p for p in plan(models, name) if not p.internal]))
     if ensemble:

@@ -59,7 +59,7 @@ def convert(
         raise OnegraphError(f"output {output} is the input model", hint="write the converted model elsewhere")
     from onegraph.io import check_output_path
 
-    check_output_path(output)  # before the conversion and its verification run
+    check_output_path(output, model=True)  # before the conversion and its verification run
     try:
         if opset is not None:
             _, report = convert_opset(model, opset, data=data, rows=rows, accept_diff=accept_diff,

@@ -100,7 +100,7 @@ def build(
     from onegraph.export import auto
     from onegraph.io import check_output_path, read_table
 
-    check_output_path(output)
+    check_output_path(output, model=True)
     from onegraph.cli.compose import ensemble_options
 
     ensemble_options(ensemble, weights, len([m for m in model or [] if m != "auto"]) or 1)

@@ -14,9 +14,11 @@ from collections.abc import Sequence
 __all__ = ["ROLES", "CHECK_PREFIXES", "check_entry", "check_entries"]
 
 #: What an output can be: a classifier's ``label`` / ``probabilities`` (``top_*`` after a TopK step), a
-#: regressor's ``prediction``, a transformed column (``feature``), a refused-rows flag (``check``), or
-#: anything else (``output``).
-ROLES = ("label", "probabilities", "prediction", "feature", "check", "output", "top_labels", "top_probabilities")
+#: regressor's ``prediction``, an outlier detector's ``score`` (its ``decision_function``, negative for
+#: outliers, beside a ``label`` of 1 / -1), a transformed column (``feature``), a refused-rows flag
+#: (``check``), or anything else (``output``).
+ROLES = ("label", "probabilities", "prediction", "feature", "check", "output", "top_labels", "top_probabilities",
+         "score")
 #: Name prefix of the boolean graph outputs flagging rows a step refuses, per kind of check.
 CHECK_PREFIXES = {"unknown_category": "onegraph.check:unknown:", "out_of_range": "onegraph.check:out_of_range:"}
 

@@ -6,8 +6,8 @@ Per column kind (see :mod:`onegraph.contract.columns`):
   standard scaling;
 * text and categories: missing values become their own category, then one-hot encoding of the 20 most
   frequent categories (the rest grouped as "infrequent"; categories unseen in fit count as infrequent);
-* datetimes, and text columns whose values (95% or more of those present) are ISO-8601 dates, such as a
-  CSV's date column: calendar parts (year, month, day, day of week, day of year; hour and minute when
+* datetimes, and text columns whose values (95% or more of those present) are dates, such as a CSV's
+  date column — ISO 8601, else one of :data:`DATE_FORMATS` (``%m/%d/%Y``, ``%d.%m.%Y``..., named in a note): calendar parts (year, month, day, day of week, day of year; hour and minute when
   some value has a time of day) with :class:`~onegraph.frame.DateParts`, computed in the column's own
   time zone and parsed in the graph for text; then median imputation (missing dates) and scaling;
 * durations are left out (a note says so).
@@ -42,7 +42,7 @@ from onegraph.frame.transformers import (
 )
 
 __all__ = ["CLASSIFIERS", "REGRESSORS", "MODEL_NAMES", "Plan", "infer_task", "check_task", "prepare",
-           "DATE_SHARE", "NUMBER_SHARE", "stray_text", "plan", "make_model"]
+           "DATE_SHARE", "DATE_FORMATS", "NUMBER_SHARE", "stray_text", "plan", "make_model"]
 
 CLASSIFIERS = {
     "logistic": ("sklearn.linear_model", "LogisticRegression", {"max_iter": 2000}),
@@ -93,7 +93,8 @@ def infer_task(target: pd.Series) -> str:
 def check_task(target: pd.Series, task: str) -> str:
     """The task for ``target``: ``task`` checked against the values, or inferred when ``"auto"``.
 
-    Raises :class:`~onegraph.errors.DataError` for a single-class target, or regression on text.
+    Raises :class:`~onegraph.errors.DataError` for a single-class target, a classification target with nearly
+    one class per row (more than 20 classes and more than half the rows), or regression on text.
     """
     if task == "auto":
         task = infer_task(target)
@@ -102,6 +103,11 @@ def check_task(target: pd.Series, task: str) -> str:
     if task == "classification" and target.nunique(dropna=True) < 2:
         raise DataError(f"target column {target.name!r} has a single class ({target.dropna().iloc[0]!r})",
                         hint="a classifier needs at least two classes in the data")
+    classes, rows = target.nunique(dropna=True), int(target.notna().sum())
+    if task == "classification" and classes > max(20, rows // 2):
+        raise DataError(f"target column {target.name!r} has {classes} classes in {rows} rows: nearly one per row "
+                        "(an identifier or free text?), which no classifier can learn",
+                        hint="choose another target column, or --task regression if it holds numbers")
     if task == "regression" and spec_for(str(target.name), target).kind not in ("float", "int", "bool"):
         raise DataError(f"target column {target.name!r} holds {spec_for(str(target.name), target).kind} values; "
                         "regression needs numbers", hint="use --task classification")
@@ -144,28 +150,66 @@ def _leave_out(name: str, values: pd.Series, kind: str) -> str | None:
     return None
 
 
-#: share of the present values of a text column that must be ISO-8601 dates for it to be read as dates
+#: share of the present values of a text column that must be dates (ISO 8601, or one of :data:`DATE_FORMATS`)
+#: for it to be read as dates
 DATE_SHARE = 0.95
 
+_DAY_MONTH = ("%m/%d/%Y", "%d/%m/%Y", "%m-%d-%Y", "%d-%m-%Y", "%d.%m.%Y")
+#: what every value of :data:`DATE_FORMATS` starts with (tried first: most text columns fail it at once)
+_DAY_MONTH_START = re.compile(r"[0-9]{1,2}[-/.][0-9]{1,2}[-/.][0-9]{4}")
+#: the non-ISO formats a text column is tried against when it holds no ISO 8601 dates: month or day first
+#: with a four-digit year, each alone and followed by `` %H:%M`` or `` %H:%M:%S`` (when a column's values fit
+#: both orders, month first is taken, as ``pandas.to_datetime`` does, and the note says so)
+DATE_FORMATS = tuple(f + t for f in _DAY_MONTH for t in ("", " %H:%M", " %H:%M:%S"))
 
-def _date_nanoseconds(frame: pd.DataFrame, column: str) -> np.ndarray | None:
-    """The column as int64 nanoseconds when it holds datetimes or date text, else None."""
+
+@dataclasses.dataclass(frozen=True)
+class _Dates:
+    """A column read as dates: int64 UTC nanoseconds, the format (None: ISO 8601) and a note when guessed."""
+
+    ns: np.ndarray
+    format: str | None = None
+    note: str | None = None
+
+
+def _date_values(frame: pd.DataFrame, column: str) -> _Dates | None:
+    """The column as dates when it holds datetimes or date text (:data:`DATE_SHARE` of its present values in
+    one format), else None."""
     spec = spec_for(column, frame[column])
     if spec.kind == "datetime":
-        return to_feed(spec, frame[column])
+        return _Dates(to_feed(spec, frame[column]))
     if spec.kind != "string":
         return None
     values = frame[column].dropna()
     if len(values) == 0:
         return None
-    iso = date_format(None)
     sample = np.asarray(values.iloc[:1000].astype(str), dtype=object)  # most columns are told apart here
-    if iso.matches(sample).mean() < DATE_SHARE:
-        return None
+    fitting: list[str | None] = [None] if _parsed_share(sample, None) >= DATE_SHARE else []
+    if not fitting and np.mean([_DAY_MONTH_START.match(v) is not None for v in sample]) >= DATE_SHARE:
+        fitting = [f for f in DATE_FORMATS if _parsed_share(sample, f) >= DATE_SHARE]
     texts = np.asarray(values.astype(str), dtype=object)
-    if iso.matches(texts).mean() < DATE_SHARE:
+    fitting = [f for f in fitting if _parsed_share(texts, f) >= DATE_SHARE]
+    if not fitting:
         return None
-    return parse_pandas(texts, iso)
+    fmt = fitting[0]
+    note = None
+    if fmt is not None:
+        others = [f for f in fitting[1:] if f.replace("%d", "%D").replace("%m", "%d").replace("%D", "%m") == fmt]
+        order = "month" if fmt.index("%m") < fmt.index("%d") else "day"
+        note = (f"read as dates in the format {fmt!r}" + (
+            f" (its values fit {others[0]!r} too: month first, as pandas reads them; give a column with a day "
+            "above 12, or ISO dates, to decide)" if others else f" ({order} first: the one order its values fit)"))
+    return _Dates(parse_pandas(np.asarray(frame[column].astype(object).where(frame[column].notna(), None)),
+                               date_format(fmt)), fmt, note)
+
+
+def _parsed_share(texts: np.ndarray, fmt: str | None) -> float:
+    """Share of ``texts`` that ``fmt`` (None: ISO 8601) reads as a date (impossible dates excluded)."""
+    compiled = date_format(fmt)
+    matched = compiled.matches(texts)
+    if matched.mean() < DATE_SHARE:
+        return float(matched.mean())
+    return float(np.mean(parse_pandas(texts, compiled) != NA_INT64))
 
 
 #: share of the present values of a text column that, parsed as numbers, make it "numbers with stray text"
@@ -205,19 +249,21 @@ def _date_parts(ns: list[np.ndarray]) -> list[str]:
 def plan(frame: pd.DataFrame) -> Plan:
     """The preprocessing for the feature columns of ``frame``."""
     numeric, text, dates, skipped, notes = [], [], [], {}, {}
-    date_values = []
+    read: dict[str, _Dates] = {}
     for c in frame.columns:
         spec = spec_for(str(c), frame[c])
-        ns = _date_nanoseconds(frame, str(c)) if spec.kind in ("datetime", "string") else None
+        found = _date_values(frame, str(c)) if spec.kind in ("datetime", "string") else None
         # dates are often all distinct: only the empty / constant rules apply to them
-        why = _leave_out(str(c), frame[c], "datetime" if ns is not None else spec.kind)
-        if why is None and ns is None and spec.kind not in ("float", "int", "bool", "string"):
+        why = _leave_out(str(c), frame[c], "datetime" if found is not None else spec.kind)
+        if why is None and found is None and spec.kind not in ("float", "int", "bool", "string"):
             why = f"{spec.kind} columns are not used by automatic preprocessing"
         if why is not None:
             skipped[str(c)] = why
-        elif ns is not None:
+        elif found is not None:
             dates.append(str(c))
-            date_values.append(ns)
+            read[str(c)] = found
+            if found.note is not None:
+                notes[str(c)] = found.note
         elif spec.kind == "string":
             text.append(str(c))
             note = stray_text(frame[c])
@@ -228,13 +274,17 @@ def plan(frame: pd.DataFrame) -> Plan:
     if not numeric and not text and not dates:
         raise DataError("no usable feature column", hint="give numeric or categorical columns besides the target")
     steps = []
-    if dates:
+    by_format: dict[str | None, list[str]] = {}
+    for c in dates:
+        by_format.setdefault(read[c].format, []).append(c)
+    for i, (fmt, columns) in enumerate(by_format.items()):
+        ns = [read[c].ns for c in columns]
         # wall-clock parts of naive / text columns are taken as UTC; tz-aware columns use their own zone
-        steps.append(("date", Pipeline([
-            ("parts", DateParts(_date_parts(date_values))),
-            ("impute", SimpleImputer(strategy="median", add_indicator=any((v == NA_INT64).any() for v in date_values))),
+        steps.append(("date" if i == 0 else f"date_{i}", Pipeline([
+            ("parts", DateParts(_date_parts(ns), format=fmt)),
+            ("impute", SimpleImputer(strategy="median", add_indicator=any((v == NA_INT64).any() for v in ns))),
             ("scale", StandardScaler()),
-        ]), dates))
+        ]), columns))
     if numeric:
         with_gaps = [c for c in numeric if frame[c].isna().any()]
         steps.append(("num", Pipeline([

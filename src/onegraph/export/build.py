@@ -91,6 +91,10 @@ def build(preprocessing: Any, model: Any = None, sample: Any = None, *, path: st
     """
     if sample is None:
         raise ExportError("build needs a sample of the input rows", hint="pass sample=<a DataFrame of inputs>")
+    if path is not None:  # before the export's work: a path that cannot take the model is said at once
+        from onegraph.io import check_output_path
+
+        check_output_path(path, model=True)
     for what, obj in (("preprocessing", preprocessing), ("model", model)):
         if obj is not None and not hasattr(obj, "get_params"):
             raise ExportError(f"{what} must be a fitted scikit-learn-compatible object, not a {type(obj).__name__}",

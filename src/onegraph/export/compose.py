@@ -100,6 +100,10 @@ def compose(preprocessing: Any, models: Any, sample: Any, *, ensemble: Ensemble 
     ParityError
         when an output differs from the source libraries on ``sample``.
     """
+    if path is not None:  # before the export's work
+        from onegraph.io import check_output_path
+
+        check_output_path(path, model=True)
     frame = as_pandas(sample)
     if len(frame) == 0:
         raise ExportError("the sample has no rows", hint="give at least one row (more make a better parity check)")

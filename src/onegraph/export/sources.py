@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.base import is_classifier, is_regressor
+from sklearn.base import is_classifier, is_outlier_detector, is_regressor
 from sklearn.pipeline import Pipeline
 
 from onegraph.errors import ExportError, MissingColumnError
@@ -24,6 +24,11 @@ def split_pipeline(preprocessing: Any, model: Any) -> tuple[Any, Any]:
     pipeline's own steps), so the steps go through onegraph's emitters and the predictor through its adapter;
     a whole ``Pipeline`` given as the model would otherwise reach skl2onnx as one unknown estimator.
     """
+    if model is not None and isinstance(preprocessing, Pipeline) and is_predictor(preprocessing.steps[-1][1]):
+        raise ExportError(f"the preprocessing pipeline ends in a model ({type(preprocessing.steps[-1][1]).__name__}) "
+                          f"and a model ({type(model).__name__}) is given too",
+                          hint="pass the pipeline alone, build(pipeline), or its transformer steps "
+                               "(pipeline[:-1]) as the preprocessing")
     if model is None and isinstance(preprocessing, Pipeline) and is_predictor(preprocessing.steps[-1][1]):
         steps = preprocessing.steps
         pre = Pipeline(steps[:-1]) if len(steps) > 1 else None
@@ -42,7 +47,8 @@ def split_pipeline(preprocessing: Any, model: Any) -> tuple[Any, Any]:
 
 
 def is_predictor(obj: Any) -> bool:
-    return is_classifier(obj) or is_regressor(obj)
+    """A classifier, regressor or outlier detector (scikit-learn's estimator types of a pipeline's last step)."""
+    return is_classifier(obj) or is_regressor(obj) or is_outlier_detector(obj)
 
 
 def input_columns(preprocessing: Any, model: Any, frame: pd.DataFrame) -> list[str]:
@@ -92,6 +98,8 @@ def expected_outputs(pipeline: Any, model: Any, frame: pd.DataFrame) -> dict[Any
         return {i: as_graph_values(f"column {i}", c) for i, c in enumerate(_columns(x))}
     from sklearn.base import is_classifier
 
+    if is_outlier_detector(model):
+        return {"label": np.asarray(model.predict(x)), "score": np.asarray(model.decision_function(x))}
     if hasattr(model, "predict_proba"):
         return {"label": np.asarray(model.predict(x)), "probabilities": np.asarray(model.predict_proba(x))}
     if is_classifier(model):

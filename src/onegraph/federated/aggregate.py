@@ -104,7 +104,7 @@ def _merge(base: Any, deltas: Sequence[str | os.PathLike], method: str, trim: fl
     if path is not None:
         from onegraph.io import check_output_path
 
-        check_output_path(path)
+        check_output_path(path, model=True)
     proto = _merged_proto(base, deltas, method, trim, memory, trusted)
     gc.collect()  # onnx-ir graphs are cyclic: free the base model before the output is serialized
     if path is not None:

@@ -318,7 +318,7 @@ def _all_finite(value: np.ndarray) -> bool:
 
 
 #: output roles that are a model's answer (infinite inputs are checked against them)
-_ANSWERS = frozenset({"probabilities", "top_probabilities", "prediction"})
+_ANSWERS = frozenset({"probabilities", "top_probabilities", "prediction", "score"})
 
 
 def _column(value: np.ndarray, kind: str | None, tz: str | None = None) -> Any:

@@ -21,6 +21,7 @@ from onegraph.export.adapters import (  # noqa: F401
     naive_bayes,
     neighbors,
     neural,
+    outliers,
     pipeline,
     preprocessing,
     refused,

@@ -215,6 +215,10 @@ def _skl2onnx_model(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
         if proba.dtype != DOUBLE:
             proba = g.op("Cast", proba, to=DOUBLE, dtype=DOUBLE)
         return ModelOutputs.classifier(label, proba, model.classes_)
+    if len(outs) != 1:  # an estimator type skl2onnx converts but onegraph gives no meaning to its outputs
+        raise ExportError(f"{type(model).__name__} cannot be exported: skl2onnx gives it {len(outs)} outputs "
+                          f"({', '.join(outs)}) where onegraph expects a regressor's one prediction",
+                          hint="use a classifier, regressor or outlier detector onegraph supports")
     (pred,) = outs.values()
     if pred.dtype != DOUBLE:
         pred = g.op("Cast", pred, to=DOUBLE, dtype=DOUBLE)

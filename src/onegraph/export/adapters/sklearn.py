@@ -70,8 +70,9 @@ def emit_pipeline(pipe: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]:
         if step is None or step == "passthrough":
             continue
         if not hasattr(step, "transform"):
-            raise ExportError(f"pipeline step {name!r} ({type(step).__name__}) is not a transformer",
-                              hint="put the model last and pass it as build's model argument")
+            raise ExportError(f"pipeline step {name!r} ({type(step).__name__}) is not a transformer: only a "
+                              "pipeline's last step may be a model",
+                              hint="put the model last (build(pipeline)), or pass it as build's model argument")
         cols = emit_step(step, g, cols, f"{g.path}.{name}" if g.path else name)
     return cols
 

@@ -31,7 +31,7 @@ from onegraph.export.adapters.models import (
     register_model,
 )
 
-__all__ = ["TreeArrays", "tree_ensemble", "leaf_vector_sum", "emit_forest_classifier",
+__all__ = ["TreeArrays", "sk_tree", "as_float32", "tree_ensemble", "leaf_vector_sum", "emit_forest_classifier",
            "emit_forest_regressor", "emit_gradient_boosting", "emit_hist_gradient_boosting",
            "emit_random_trees_embedding"]
 
@@ -56,7 +56,7 @@ class TreeArrays:
         return self.left < 0
 
 
-def _sk_tree(tree: Any, values: np.ndarray, target: int = 0) -> TreeArrays:
+def sk_tree(tree: Any, values: np.ndarray, target: int = 0) -> TreeArrays:
     missing = getattr(tree, "missing_go_to_left", None)
     return TreeArrays(
         left=np.asarray(tree.children_left, np.int64), right=np.asarray(tree.children_right, np.int64),
@@ -126,7 +126,7 @@ def tree_ensemble(g: GraphBuilder, x: ir.Value, trees: list[TreeArrays], n_targe
     )
 
 
-def _as_float32(g: GraphBuilder, x: ir.Value) -> ir.Value:
+def as_float32(g: GraphBuilder, x: ir.Value) -> ir.Value:
     """scikit-learn's trees compare ``float32(x)``: round the features the same way, keep double type."""
     return g.op("Cast", g.op("Cast", x, to=FLOAT, dtype=FLOAT), to=DOUBLE, dtype=DOUBLE)
 
@@ -153,7 +153,7 @@ def leaf_vector_sum(g: GraphBuilder, x: ir.Value, trees: list[TreeArrays], vecto
 
 def _leaf_distribution(g: GraphBuilder, x: ir.Value, estimators: list[Any], per_tree: list[np.ndarray]) -> ir.Value:
     """:func:`leaf_vector_sum` over scikit-learn trees."""
-    trees = [_sk_tree(est.tree_, np.zeros(est.tree_.node_count)) for est in estimators]
+    trees = [sk_tree(est.tree_, np.zeros(est.tree_.node_count)) for est in estimators]
     return leaf_vector_sum(g, x, trees, per_tree)
 
 
@@ -174,7 +174,7 @@ def emit_forest_classifier(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOut
         value = est.tree_.value[:, 0, :]
         total = value.sum(axis=1, keepdims=True)
         dists.append(np.divide(value, total, out=np.zeros_like(value), where=total > 0))
-    summed = _leaf_distribution(g, _as_float32(g, x), estimators, dists)
+    summed = _leaf_distribution(g, as_float32(g, x), estimators, dists)
     proba = summed if len(estimators) == 1 else g.op(
         "Div", summed, g.const(np.float64(len(estimators)), "n_trees"), dtype=DOUBLE)
     index = g.op("ArgMax", proba, axis=1, keepdims=0, dtype=INT64)
@@ -186,9 +186,9 @@ def emit_forest_classifier(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOut
 def emit_forest_regressor(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
     estimators = _estimators(model)
     n_outputs = model.n_outputs_
-    xf = _as_float32(g, x)
+    xf = as_float32(g, x)
     if n_outputs == 1:
-        trees = [_sk_tree(e.tree_, e.tree_.value[:, 0, 0]) for e in estimators]
+        trees = [sk_tree(e.tree_, e.tree_.value[:, 0, 0]) for e in estimators]
         y = tree_ensemble(g, xf, trees, n_targets=1, aggregate=0)
         return ModelOutputs.regressor(g.op("Reshape", y, g.const(np.array([-1], np.int64), "flat"), dtype=DOUBLE))
     summed = _leaf_distribution(g, xf, estimators, [e.tree_.value[:, :, 0] for e in estimators])
@@ -230,9 +230,9 @@ def emit_gradient_boosting(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOut
     base = np.asarray(model._raw_predict_init(np.zeros((1, n_features), np.float32)), np.float64)[0]
     k = model.estimators_.shape[1]
     lr = model.learning_rate
-    trees = [_sk_tree(model.estimators_[i, j].tree_, lr * model.estimators_[i, j].tree_.value[:, 0, 0], target=j)
+    trees = [sk_tree(model.estimators_[i, j].tree_, lr * model.estimators_[i, j].tree_.value[:, 0, 0], target=j)
              for i in range(model.estimators_.shape[0]) for j in range(k)]
-    raw = tree_ensemble(g, _as_float32(g, x), trees, n_targets=k)
+    raw = tree_ensemble(g, as_float32(g, x), trees, n_targets=k)
     raw = g.op("Add", raw, g.const(base, "baseline"), dtype=DOUBLE)
     raw.shape = ir.Shape(["N", k])
     return _boosting_outputs(g, model, raw, classifier=hasattr(model, "classes_"))
@@ -259,9 +259,9 @@ def emit_random_trees_embedding(est: Any, g: GraphBuilder, cols: list[Col]) -> l
     from onegraph.export.adapters.discriminant import feature_block
 
     x = g.matrix(cols, DOUBLE)
-    trees = [dataclasses.replace(_sk_tree(e.tree_, np.arange(e.tree_.node_count, dtype=np.float64)), target=i)
+    trees = [dataclasses.replace(sk_tree(e.tree_, np.arange(e.tree_.node_count, dtype=np.float64)), target=i)
              for i, e in enumerate(est.estimators_)]
-    leaves = tree_ensemble(g, _as_float32(g, x), trees, n_targets=len(trees))
+    leaves = tree_ensemble(g, as_float32(g, x), trees, n_targets=len(trees))
     parts = []
     for i, cats in enumerate(est.one_hot_encoder_.categories_):
         leaf = g.op("Gather", leaves, g.const(np.array([i], np.int64), "tree"), axis=1, dtype=DOUBLE)
