@@ -155,3 +155,76 @@ def test_build_reads_dates_written_day_or_month_first(tmp_path, cli, fmt):
     odd.loc[0, "date"] = "31/31/2020"
     got = onegraph.score(tmp_path / "other.onnx", odd)["prediction"]
     assert got.notna().all()
+
+
+def test_score_never_writes_over_its_own_input(tmp_path, cli, penguins_onnx, penguins):
+    """`score M DATA -o DATA` would replace the rows with their scores: refused, the file kept."""
+    for name in ("rows.csv", "rows.parquet"):
+        data = tmp_path / name
+        (penguins.to_csv(data, index=False) if name.endswith(".csv") else penguins.to_parquet(data))
+        before = data.read_bytes()
+        result = cli("score", str(penguins_onnx), str(data), "-o", str(data))
+        assert result.returncode == 1 and "is the input" in result.stderr, result.stderr
+        assert data.read_bytes() == before
+    result = cli("score", str(penguins_onnx), str(tmp_path / "rows.csv"), "-o", str(penguins_onnx))
+    assert result.returncode == 1 and "is the input" in result.stderr
+
+
+def test_keep_of_a_column_named_as_an_output_is_refused(tmp_path, cli, penguins_onnx, penguins):
+    rows = penguins.head(20).assign(label=1.5)
+    rows.to_csv(tmp_path / "rows.csv", index=False)
+    result = cli("score", str(penguins_onnx), str(tmp_path / "rows.csv"), "-o", str(tmp_path / "s.csv"),
+                 "--keep", "label")
+    assert result.returncode == 1 and "--keep 'label'" in result.stderr, result.stderr
+    assert not (tmp_path / "s.csv").exists()
+    result = cli("score", str(penguins_onnx), str(tmp_path / "rows.csv"), "-o", str(tmp_path / "s.csv"),
+                 "--keep", "island")
+    assert result.returncode == 0, result.stderr
+    assert list(pd.read_csv(tmp_path / "s.csv").columns)[:2] == ["island", "label"]
+
+
+def test_convert_and_compare_refuse_data_without_rows(tmp_path, cli, penguins_onnx, penguins):
+    penguins.head(0).to_csv(tmp_path / "header.csv", index=False)
+    for args in (["convert", str(penguins_onnx), "--opset", "20", "--data", str(tmp_path / "header.csv"),
+                  "-o", str(tmp_path / "c.onnx")],
+                 ["compare", str(penguins_onnx), "--data", str(tmp_path / "header.csv")]):
+        result = cli(*args)
+        assert result.returncode == 1 and "has no rows" in result.stderr, (args, result.stderr)
+    assert not (tmp_path / "c.onnx").exists()
+
+
+def test_build_names_why_a_distinct_text_column_is_left_out(tmp_path, cli):
+    """A numeric column with one typo and a date column in two formats are all-distinct text: the note says
+    what makes them text (and how to fix it), not "an identifier"; a header-less column says so."""
+    weather = pd.read_csv(DATA / "seattle-weather.csv").head(300)
+    stamps = pd.to_datetime(weather["date"])
+    frame = pd.DataFrame({
+        "temp": (weather["temp_max"] + np.arange(300) * 1e-6).astype(object),
+        "when": np.where(np.arange(300) % 2 == 0, stamps.dt.strftime("%Y-%m-%d"), stamps.dt.strftime("%m/%d/%Y")),
+        "": weather["wind"], "rain": weather["precipitation"], "weather": weather["weather"]})
+    frame.loc[7, "temp"] = "?"
+    frame.to_csv(tmp_path / "w.csv", index=False)
+    result = cli("build", str(tmp_path / "w.csv"), "--target", "weather", "-o", str(tmp_path / "w.onnx"))
+    assert result.returncode == 0, result.stderr
+    notes = {line.split("'")[1]: line for line in result.stderr.splitlines() if line.startswith("note: column")}
+    assert "299 of its 300 values are numbers, but 1 are not: '?' (row 7)" in notes["temp"]
+    assert "dates, but in several formats (50% ISO 8601, 50% '%m/%d/%Y')" in notes["when"]
+    assert "no header in the file" in notes["Unnamed: 2"]
+
+
+@pytest.mark.parametrize("name,ok", [("s.csv.gz", True), ("s.csv.bz2", True), ("s.parquet", True),
+                                     ("s.txt", False), ("s", False), ("s.parquet.gz", False)])
+def test_score_writes_compressed_csv_and_refuses_other_names_before_scoring(tmp_path, cli, penguins_onnx, penguins,
+                                                                            name, ok):
+    penguins.head(30).to_csv(tmp_path / "rows.csv", index=False)
+    result = cli("score", str(penguins_onnx), str(tmp_path / "rows.csv"), "-o", str(tmp_path / name))
+    if not ok:
+        assert result.returncode == 1 and "unknown format" in result.stderr, result.stderr
+        assert not (tmp_path / name).exists()
+        return
+    assert result.returncode == 0, result.stderr
+    back = pd.read_parquet(tmp_path / name) if name.endswith(".parquet") else pd.read_csv(tmp_path / name)
+    # CSV writes 17 significant digits; pandas' default float parser reads them back within an ulp or two
+    expected = onegraph.score(penguins_onnx, penguins.head(30))
+    np.testing.assert_allclose(back.filter(like="probabilities_").to_numpy(),
+                               expected.filter(like="probabilities_").to_numpy(), rtol=1e-15)

@@ -176,4 +176,7 @@ def test_the_python_api_refuses_a_table_suffix_for_a_model(penguins, tmp_path):
     model = LinearRegression().fit(x, penguins.dropna()["body_mass_g"])
     with pytest.raises(OnegraphError, match="names a table file"):
         onegraph.build(None, model, x, path=tmp_path / "m.parquet")
+    with pytest.raises(OnegraphError) as refused:
+        onegraph.build(None, model, x, path=tmp_path / "m.onnx.csv")
+    assert refused.value.hint.endswith("e.g. m.onnx")
     assert list(tmp_path.iterdir()) == []

@@ -248,3 +248,29 @@ def test_build_refuses_infinite_training_values_naming_the_row(cli, tmp_path):
     done = cli("build", str(path), "--target", "Miles_per_Gallon", "-o", str(tmp_path / "cars.onnx"))
     assert done.returncode == 1
     assert "'Acceleration': holds infinite values (first at row 5)" in done.stderr, done.stderr
+
+
+MARKER = "\uffff"  # onegraph's missing-text marker (contract.columns.MISSING_STRING)
+
+
+@pytest.mark.parametrize("container", ["dict", "records", "few rows", "many rows", "object", "category",
+                                       "pyarrow", "polars"])
+def test_text_holding_the_missing_marker_is_refused_naming_column_and_row(session, rows, container):
+    """A value that *is* U+FFFF would be scored as a missing value (imputed): refused instead, in every
+    container and on both the single-row and the general path."""
+    islands = ["Torgersen", MARKER, "Biscoe", None, "Dream"]
+    frame = _with(rows, "island", islands)
+    data = {
+        "dict": {**rows.iloc[1].to_dict(), "island": MARKER},
+        "records": frame.to_dict("records"),
+        "few rows": _with(rows, "island", pd.array(islands, dtype="str")),
+        "many rows": pd.concat([frame] * 1000, ignore_index=True).astype({"island": "str"}),
+        "object": _with(rows, "island", pd.Series(islands, dtype=object)),
+        "category": _with(rows, "island", pd.Series(islands, dtype="category")),
+        "pyarrow": pa.Table.from_pandas(frame.astype({"island": object})),
+        "polars": pl.from_pandas(frame.astype({"island": object})),
+    }[container]
+    with pytest.raises(ColumnTypeError, match=r"'island'.*row [01] is U\+FFFF"):
+        session.score(data)
+    ok = _with(rows, "island", ["Torgersen", "Biscoe", "Biscoe", None, "Dream"])
+    assert len(session.score(ok)) == 5  # the same rows without the marker score

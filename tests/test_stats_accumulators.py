@@ -164,3 +164,23 @@ def test_empty_and_non_finite_only():
     stats = TensorAccumulator("t").update(np.array([np.nan, np.inf, -np.inf])).result()
     assert (stats.count, stats.nan, stats.posinf, stats.neginf) == (0, 1, 1, 1)
     assert stats.min is None and stats.mean is None and stats.histogram is None and stats.quantiles == {}
+
+
+def test_values_differing_by_rounding_alone_are_not_tukey_outliers():
+    """A softmax output of the digits CNN sums to 1 within a few float32 ulps: its row sums have an IQR of 0,
+    and Tukey's fences at [1, 1] would call every rounded sum an outlier. The IQR is floored at 4 ulps of
+    the type at the quartiles; a real outlier is still counted."""
+    import onnxruntime as ort
+    from sklearn.datasets import load_digits
+
+    session = ort.InferenceSession(str(DATA / "digits-cnn.onnx"), providers=["CPUExecutionProvider"])
+    images = load_digits().images.astype(np.float32)[:, None] / 16.0
+    name = session.get_inputs()[0].name
+    logits = session.run(None, {name: images})[0]
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    sums = (e / e.sum(axis=1, keepdims=True)).sum(axis=1, dtype=np.float32).reshape(-1, 1)
+    assert sums.min() != sums.max() and np.abs(sums - 1).max() < 4 * np.spacing(np.float32(1))
+    stats = TensorAccumulator("sums").update(sums).result()
+    assert stats.outliers["tukey_1.5"].count_max == 0
+    far = np.vstack([sums, [[1.5]]]).astype(np.float32)
+    assert TensorAccumulator("sums").update(far).result().outliers["tukey_1.5"].count_min == 1

@@ -118,10 +118,11 @@ class ExportError(OnegraphError):
 class ParityError(OnegraphError):
     """The exported graph does not compute what the source pipeline computes."""
 
-    def __init__(self, message: str, report=None) -> None:
+    def __init__(self, message: str, report=None, hint: str | None = None) -> None:
         super().__init__(
             message,
-            hint="the model was not written; report this with the parity table, or pass check_parity=False to inspect it",
+            hint=hint or "the model was not written; report this with the parity table, or pass check_parity=False "
+                         "to inspect it",
         )
         self.report = report
 

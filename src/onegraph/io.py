@@ -32,7 +32,7 @@ import pandas as pd
 from onegraph.errors import DataError, OnegraphError
 
 __all__ = ["atomic_path", "check_output_path", "TABLE_SUFFIXES", "write_bytes", "save_model", "read_table", "write_table",
-           "remove_stale_temporaries", "STALE_AFTER"]
+           "remove_stale_temporaries", "STALE_AFTER", "table_format"]
 
 #: seconds since its last change before an unlocked temporary file counts as a dead writer's leftover
 STALE_AFTER = 60.0
@@ -142,13 +142,15 @@ TABLE_SUFFIXES = frozenset({".csv", ".tsv", ".parquet", ".pq", ".json", ".jsonl"
                             ".xlsx", ".xls"})
 
 
-def check_output_path(path: str | os.PathLike, *, model: bool = False, probe: bool = True) -> tuple[Path, Path]:
+def check_output_path(path: str | os.PathLike, *, model: bool = False, probe: bool = True,
+                      inputs: Sequence[str | os.PathLike | None] = ()) -> tuple[Path, Path]:
     """The file and folder ``path`` names, or :class:`OnegraphError` if no file can be written there
     (empty, a folder, a missing folder, a folder where no file can be created — probed by creating and removing
     a temporary file, as the atomic write will). Commands call it before long work, not only when writing.
 
     ``model``: the file will hold an ONNX model, so a table's suffix (``.csv``, ``.parquet``...,
     :data:`TABLE_SUFFIXES`) is refused. ``probe=False`` skips the temporary file (the atomic write itself).
+    ``inputs``: the files the command reads; writing over one of them is refused (an input is never replaced).
     """
     if not str(path).strip():
         raise OnegraphError("no output path given", hint="give a file name, e.g. -o model.onnx")
@@ -156,8 +158,13 @@ def check_output_path(path: str | os.PathLike, *, model: bool = False, probe: bo
     if target.is_dir() or str(path).endswith(os.sep):
         raise OnegraphError(f"cannot write {target}: it is a folder", hint="give a file name inside it")
     if model and target.suffix.lower() in TABLE_SUFFIXES:
+        stem = target.stem if target.stem.lower().endswith(".onnx") else f"{target.stem}.onnx"
         raise OnegraphError(f"cannot write a model to {target}: {target.suffix} names a table file, and the model "
-                            "is ONNX", hint=f"give a .onnx name, e.g. {target.with_suffix('.onnx').name}")
+                            "is ONNX", hint=f"give a .onnx name, e.g. {stem}")
+    for given in inputs:
+        if given is not None and _same_file(target, Path(given)):
+            raise OnegraphError(f"cannot write {target}: it is the input {given}, which would be replaced",
+                                hint="write the output to another file")
     folder = target.parent if str(target.parent) else Path(".")
     if not folder.is_dir():
         raise OnegraphError(f"cannot write {target}: folder {folder} does not exist",
@@ -171,6 +178,13 @@ def check_output_path(path: str | os.PathLike, *, model: bool = False, probe: bo
         os.close(fd)
         os.unlink(tmp)
     return target, folder
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.exists() and b.exists() and os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def write_bytes(path: str | os.PathLike, data: bytes) -> None:
@@ -271,14 +285,30 @@ def _refuse_repeated_names(p: Path, sep: str) -> None:
         seen.add(name)
 
 
-def write_table(frame: pd.DataFrame, path: str | os.PathLike) -> None:
-    """Write ``frame`` to CSV or Parquet (by extension), atomically."""
+_COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd"}
+
+
+def table_format(path: str | os.PathLike) -> tuple[str, str | None]:
+    """``("csv" | "parquet", compression)`` of an output table file by its name (``.csv``, ``.csv.gz``, ``.bz2``,
+    ``.xz``, ``.zst``; ``.parquet`` / ``.pq``); :class:`DataError` for any other name. Commands call it before
+    the work, so a name that cannot be written is said at once."""
     p = Path(path)
-    suffix = p.suffix.lower()
-    if suffix not in (".csv", ".parquet", ".pq"):
-        raise DataError(f"output {p}: unknown format {suffix or '(no extension)'}", hint="use .csv or .parquet")
-    with atomic_path(p) as tmp:
-        if suffix == ".csv":
-            frame.to_csv(tmp, index=False)
+    suffixes = [s.lower() for s in p.suffixes[-2:]]
+    compression = _COMPRESSIONS.get(suffixes[-1]) if suffixes else None
+    kind = suffixes[-2] if compression and len(suffixes) == 2 else (suffixes[-1] if suffixes else "")
+    if kind == ".csv":
+        return "csv", compression
+    if kind in (".parquet", ".pq") and compression is None:
+        return "parquet", None
+    raise DataError(f"output {p}: unknown format {''.join(p.suffixes[-2:]) or '(no extension)'}",
+                    hint="use .csv (optionally .csv.gz, .csv.bz2, .csv.xz, .csv.zst) or .parquet")
+
+
+def write_table(frame: pd.DataFrame, path: str | os.PathLike) -> None:
+    """Write ``frame`` to CSV (compressed by its suffix, see :func:`table_format`) or Parquet, atomically."""
+    kind, compression = table_format(path)
+    with atomic_path(path) as tmp:
+        if kind == "csv":
+            frame.to_csv(tmp, index=False, compression=compression)
         else:
             frame.to_parquet(tmp, index=False)

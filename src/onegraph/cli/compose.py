@@ -143,7 +143,7 @@ def compose(
     from onegraph.export.merge import compose_models, plan
     from onegraph.io import check_output_path, read_table
 
-    check_output_path(output, model=True)  # before the models are read and merged
+    check_output_path(output, model=True, inputs=[*models, check])  # before the models are read and merged
     ens = None
     checked = ensemble_options(ensemble, weights, len([p for p in plan(models, name) if not p.internal]))
     if ensemble:

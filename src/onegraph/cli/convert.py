@@ -55,11 +55,9 @@ def convert(
     if len(chosen) != 1:
         raise OnegraphError("give exactly one of --opset N, --fp16, --bf16" +
                             (f" (got {', '.join(chosen)})" if chosen else ""))
-    if output.resolve() == model.resolve():
-        raise OnegraphError(f"output {output} is the input model", hint="write the converted model elsewhere")
     from onegraph.io import check_output_path
 
-    check_output_path(output, model=True)  # before the conversion and its verification run
+    check_output_path(output, model=True, inputs=[model, data])  # before the conversion and its verification run
     try:
         if opset is not None:
             _, report = convert_opset(model, opset, data=data, rows=rows, accept_diff=accept_diff,

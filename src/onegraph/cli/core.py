@@ -100,7 +100,7 @@ def build(
     from onegraph.export import auto
     from onegraph.io import check_output_path, read_table
 
-    check_output_path(output, model=True)
+    check_output_path(output, model=True, inputs=[data])
     from onegraph.cli.compose import ensemble_options
 
     ensemble_options(ensemble, weights, len([m for m in model or [] if m != "auto"]) or 1)
@@ -181,10 +181,11 @@ def score(
         rate = rows / elapsed if elapsed > 0 else float("inf")
         out.print(f"wrote {output}: {rows} rows, columns {', '.join(columns)} ({rate:,.0f} rows/s on {spark})")
         return
-    from onegraph.io import check_output_path, read_table, write_table
+    from onegraph.io import check_output_path, read_table, table_format, write_table
     from onegraph.runtime import cached_session
 
-    check_output_path(output)
+    check_output_path(output, inputs=[model, data])
+    table_format(output)  # a name no table can be written to is refused before the scoring
     session = cached_session(model, trusted=trusted)
     if data.is_dir() or not session.inputs:  # a folder of images / audio files, or a model taking them
         from onegraph.media.score import score_folder
@@ -206,9 +207,11 @@ def score(
             raise OnegraphError(f"--keep column {missing[0]!r} is not in {data}")
         import pandas as pd
 
-        clash = {c: f"{c}_score" for c in scores.columns if c in keep}  # an output named as a kept column
-        scores = pd.concat([frame[keep].reset_index(drop=True),
-                            scores.rename(columns=clash).reset_index(drop=True)], axis=1)
+        clash = [c for c in keep if c in scores.columns]
+        if clash:  # two columns of one name: a reader would take the input's for the model's answer
+            raise OnegraphError(f"--keep {clash[0]!r}: the model's scores have a column {clash[0]!r} too",
+                                hint="keep other columns, or rename that input column in the data")
+        scores = pd.concat([frame[keep].reset_index(drop=True), scores.reset_index(drop=True)], axis=1)
     write_table(scores, output)
     rate = len(frame) / elapsed if elapsed > 0 else float("inf")
     out.print(f"wrote {output}: {len(scores)} rows, columns {', '.join(map(str, scores.columns))} "

@@ -24,10 +24,9 @@ def _transform(model: Path, output: Path, change: Callable) -> object:
     """Load ``model``, apply ``change(ir_model)``, check the result and write it atomically to ``output``."""
     from onegraph.check import irsafe, native
     from onegraph.check.loader import load_ir
-    from onegraph.io import save_model
+    from onegraph.io import check_output_path, save_model
 
-    if output.resolve() == model.resolve():
-        raise OnegraphError(f"the output {output} is the input model", hint="write the result to another file")
+    check_output_path(output, model=True, inputs=[model])
     ir_model = load_ir(model)
     result = change(ir_model)
     proto = irsafe.to_proto(ir_model, f"the result of {model}")

@@ -75,7 +75,7 @@ def calibrate(
     from onegraph.stats.qparams import check_options
     from onegraph.stats.report import summary_tables, write_html
 
-    check_output_path(output, model=True)  # before the calibration runs, not after
+    check_output_path(output, model=True, inputs=[model, data])  # before the calibration runs, not after
     if report is not None and report.exists() and not report.is_dir():
         raise OnegraphError(f"--report {report} is a file", hint="give a folder for the HTML report")
     check_options(None if quant_type == "none" else quant_type, method)
@@ -147,7 +147,7 @@ def _rewritten(model: Path, output: Path, rewrite: Any) -> Any:
     """``rewrite(model)`` written to ``output`` (checked writable first, written atomically); MODEL is kept."""
     from onegraph.io import check_output_path, save_model
 
-    check_output_path(output, model=True)
+    check_output_path(output, model=True, inputs=[model])
     result = rewrite(model)
     save_model(result, output)
     return result

@@ -412,6 +412,38 @@ def _bool_from_objects(spec: ColumnSpec, values: np.ndarray) -> np.ndarray:
 
 
 def _string_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
+    """Text values as an object array, missing values as ``MISSING_STRING``; a value that *is* that marker is
+    refused (naming the row), so no text is ever scored as missing."""
+    out = _texts(spec, values)
+    _refuse_marker(spec, values, out)
+    return out
+
+
+def _refuse_marker(spec: ColumnSpec, values: Any, out: np.ndarray) -> None:
+    """:class:`ColumnTypeError` when ``values`` (before missing values were filled in) hold ``MISSING_STRING``."""
+    pa_array = getattr(values, "_pa_array", None)
+    if pa_array is not None:  # Arrow: one vectorized comparison, nulls excluded
+        import pyarrow.compute as pc
+
+        if not pc.any(pc.equal(pa_array, MISSING_STRING)).as_py():
+            return
+        literal = np.asarray(pc.fill_null(pc.equal(pa_array, MISSING_STRING), False))
+    elif isinstance(values.dtype, pd.CategoricalDtype):
+        if MISSING_STRING not in {str(c) for c in values.dtype.categories}:
+            return
+        literal = np.asarray(values.astype(object) == MISSING_STRING)
+    else:
+        marked = out == MISSING_STRING
+        if not marked.any():
+            return
+        literal = marked & ~np.asarray(pd.isna(values))
+    if literal.any():
+        row = int(np.flatnonzero(literal)[0])
+        raise ColumnTypeError(spec.name, f"value at row {row} is U+FFFF, the character onegraph reserves to mark "
+                              "missing text", hint="replace it, or make the cell empty (missing)")
+
+
+def _texts(spec: ColumnSpec, values: Any) -> np.ndarray:
     dtype = values.dtype
     if isinstance(dtype, pd.CategoricalDtype):
         cats = np.asarray([str(c) for c in dtype.categories] + [MISSING_STRING], dtype=object)
@@ -443,7 +475,7 @@ def _string_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
         import pyarrow as pa
 
         if pa.types.is_dictionary(dtype.pyarrow_dtype):
-            return _string_feed(spec, values.astype(pd.ArrowDtype(dtype.pyarrow_dtype.value_type)))
+            return _texts(spec, values.astype(pd.ArrowDtype(dtype.pyarrow_dtype.value_type)))
     raise ColumnTypeError(spec.name, f"{dtype} values in a text column", hint=_hint(spec))
 
 

@@ -109,7 +109,7 @@ def finish(g: GraphBuilder, specs: list[ColumnSpec], outputs: list[dict],
            given: Mapping[str, Any] | None = None, dedupe: bool = False, merge_common: bool = False,
            functions: bool = False,
            verify: Callable[[onnx.ModelProto], Any] | None = None, what: str = "the graph diverges from its sources",
-           path: str | os.PathLike | None = None) -> onnx.ModelProto:
+           path: str | os.PathLike | None = None, parity_hint: str | None = None) -> onnx.ModelProto:
     """The finished model of what ``g`` holds.
 
     Parameters
@@ -133,6 +133,8 @@ def finish(g: GraphBuilder, specs: list[ColumnSpec], outputs: list[dict],
     verify:
         Called with the model; returns a :class:`~onegraph.verify.parity.ParityReport` (refused with
         :class:`ParityError` naming ``what`` unless it is ok) or raises itself. None: not verified.
+    parity_hint:
+        What the ParityError says is the likely cause (None: the generic hint).
     path:
         Where to write the model, atomically, once verified.
 
@@ -179,7 +181,7 @@ def finish(g: GraphBuilder, specs: list[ColumnSpec], outputs: list[dict],
     if verify is not None:
         report = verify(proto)
         if report is not None:
-            refuse_divergence(report, what)
+            refuse_divergence(report, what, parity_hint)
     if path is not None:
         from onegraph.io import save_model
 
@@ -187,8 +189,9 @@ def finish(g: GraphBuilder, specs: list[ColumnSpec], outputs: list[dict],
     return proto
 
 
-def refuse_divergence(report: Any, what: str) -> None:
-    """Raise ParityError (``what`` on output(s) ..., then the report) unless ``report.ok``."""
+def refuse_divergence(report: Any, what: str, hint: str | None = None) -> None:
+    """Raise ParityError (``what`` on output(s) ..., then the report; ``hint``: the likely cause, else the
+    generic one) unless ``report.ok``."""
     if not report.ok:
         raise ParityError(f"{what} beyond rtol {report.rtol:g}, atol {report.atol:g} on output(s) "
-                          f"{', '.join(report.failed)}:\n{report}", report)
+                          f"{', '.join(report.failed)}:\n{report}", report, hint)

@@ -141,9 +141,18 @@ def _leave_out(name: str, values: pd.Series, kind: str) -> str | None:
     if present.nunique() == 1 and len(present) == len(values):
         return "a single value"
     if _INDEX_COLUMN.match(name):
-        return "a written DataFrame index"
+        if name == "Unnamed: 0":
+            return "a written DataFrame index"
+        return f"no header in the file (pandas named it {name!r}); give the column a name to use it"
     distinct = len(present) > 20 and present.nunique() == len(present)
     if distinct and kind == "string":
+        numbers = _stray_numbers(values)
+        if numbers is not None:  # a numeric column with a few typos: say what makes it text
+            return (f"all values distinct as text: {numbers}; to use it as numbers, make those cells empty "
+                    "(missing) and build again")
+        dates = _mixed_dates(present)
+        if dates is not None:
+            return f"all values distinct as text: {dates}; write them in one format (ISO 8601: 2020-01-31) to use them"
         return "all values distinct (an identifier or free text)"
     if distinct and kind == "int" and (present.is_monotonic_increasing or present.is_monotonic_decreasing):
         return "all values distinct and ordered (a row number or identifier)"
@@ -216,12 +225,25 @@ def _parsed_share(texts: np.ndarray, fmt: str | None) -> float:
 NUMBER_SHARE = 0.95
 
 
-def stray_text(values: pd.Series) -> str | None:
-    """For a text column holding numbers but for a few values: a note naming those values and their rows (the
-    frame's index labels, i.e. data rows counted from 0) and what to do; else None.
+def _mixed_dates(present: pd.Series) -> str | None:
+    """For text values of which half or more are dates but no single format reads :data:`DATE_SHARE` of them:
+    what each format reads (from the first 1,000), else None."""
+    sample = np.asarray(present.iloc[:1000].astype(str), dtype=object)
+    shares = {f: float(date_format(f).matches(sample).mean()) for f in (None, *DATE_FORMATS)}
+    any_date = np.zeros(len(sample), bool)
+    for f, share in shares.items():
+        if share:
+            any_date |= date_format(f).matches(sample)
+    if any_date.mean() < 0.5:
+        return None
+    best = sorted(((v, f) for f, v in shares.items() if v), key=lambda t: -t[0])[:2]
+    listed = ", ".join(f"{v:.0%} {'ISO 8601' if f is None else repr(f)}" for v, f in best)
+    return f"{any_date.mean():.0%} of them are dates, but in several formats ({listed})"
 
-    The column stays categorical (onegraph never guesses that ``"?"`` means missing: scoring would then have to
-    guess too); the note says how to make it numeric."""
+
+def _stray_numbers(values: pd.Series) -> str | None:
+    """For a text column holding numbers but for a few values (:data:`NUMBER_SHARE`): how many are numbers and
+    which values (with their rows, the frame's index labels) are not; else None."""
     present = values.dropna()
     if len(present) < 2:
         return None
@@ -234,8 +256,19 @@ def stray_text(values: pd.Series) -> str | None:
     words = list(dict.fromkeys(shown.astype(str).tolist()))
     listed = ", ".join(f"{w!r} (row {shown.index[shown.astype(str) == w][0]})" for w in words[:3])
     more = f" and {len(words) - 3} other value(s)" if len(words) > 3 else ""
-    return (f"used as categories: {len(present) - n_stray} of its {len(present)} values are numbers, but {n_stray} "
-            f"are not: {listed}{more}; to use it as numbers, make those cells empty (missing) and build again")
+    return f"{len(present) - n_stray} of its {len(present)} values are numbers, but {n_stray} are not: {listed}{more}"
+
+
+def stray_text(values: pd.Series) -> str | None:
+    """For a text column holding numbers but for a few values: a note naming those values and their rows (the
+    frame's index labels, i.e. data rows counted from 0) and what to do; else None.
+
+    The column stays categorical (onegraph never guesses that ``"?"`` means missing: scoring would then have to
+    guess too); the note says how to make it numeric."""
+    numbers = _stray_numbers(values)
+    if numbers is None:
+        return None
+    return f"used as categories: {numbers}; to use it as numbers, make those cells empty (missing) and build again"
 
 
 def _date_parts(ns: list[np.ndarray]) -> list[str]:
@@ -272,7 +305,9 @@ def plan(frame: pd.DataFrame) -> Plan:
         else:
             numeric.append(str(c))
     if not numeric and not text and not dates:
-        raise DataError("no usable feature column", hint="give numeric or categorical columns besides the target")
+        why = "; ".join(f"{c!r}: {reason}" for c, reason in list(skipped.items())[:3])
+        raise DataError("no usable feature column" + (f" (left out: {why})" if why else ""),
+                        hint="give numeric or categorical columns besides the target")
     steps = []
     by_format: dict[str | None, list[str]] = {}
     for c in dates:

@@ -120,7 +120,17 @@ def build(preprocessing: Any, model: Any = None, sample: Any = None, *, path: st
 
     return assemble.finish(g, specs, outputs, trained, given=metadata, functions=functions,
                            verify=verify if check_parity else None,
-                           what="the graph diverges from the source pipeline", path=path)
+                           what="the graph diverges from the source pipeline", path=path,
+                           parity_hint=_parity_hint(model))
+
+
+def _parity_hint(model: Any) -> str | None:
+    """The likely cause of a divergence for models whose answer depends on an order the data leaves open."""
+    if model is not None and hasattr(model, "_fit_X") and hasattr(model, "kneighbors"):
+        return ("neighbours at equal distances (duplicate or evenly spaced rows) may be ordered differently by "
+                "scikit-learn's search and the graph's TopK; the model was not written. Try algorithm='brute', "
+                "another n_neighbors, or data without exact ties")
+    return None
 
 
 def _tolerance(model: Any, rtol: float | None, atol: float | None) -> tuple[float, float]:

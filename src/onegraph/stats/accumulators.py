@@ -34,7 +34,9 @@ only, not on the order the data came in; when the range grows, pairs of bins are
 fits again. A coarser histogram of an aligned grid is an exact sum of a finer one, so merged histograms are
 bin for bin the one-pass histogram.
 
-Outlier counts beyond a threshold (Tukey's fences ``Q1 - k IQR`` / ``Q3 + k IQR`` for k = 1.5 and 3, and
+Outlier counts beyond a threshold (Tukey's fences ``Q1 - k IQR`` / ``Q3 + k IQR`` for k = 1.5 and 3, the IQR
+taken as at least 4 units in the last place of the tensor's type at the quartiles so that values differing only
+by rounding — a softmax output summing to 1 ± 1 ulp — are not outliers; and
 ``mean ± k std``) need the threshold, known only at the end; they are read from the histogram, which bounds
 them exactly: :class:`OutlierCount` carries ``count_min <= true count <= count_max`` (the bins wholly beyond
 the threshold, plus the one bin it cuts) and an estimate interpolated in that bin.
@@ -485,8 +487,9 @@ class TensorAccumulator:
         if not self._sketch.is_empty():  # a sampled sketch may have kept none of a few values
             quantiles = dict(zip(QUANTILE_PROBS, map(float, self._sketch.get_quantiles(list(QUANTILE_PROBS)))))
             q1, q3 = quantiles[0.25], quantiles[0.75]
+            spread = max(q3 - q1, _rounding(max(abs(q1), abs(q3)), self.dtype))
             for k in TUKEY_KS:
-                outliers[f"tukey_{k:g}"] = self.outliers_beyond(q1 - k * (q3 - q1), q3 + k * (q3 - q1))
+                outliers[f"tukey_{k:g}"] = self.outliers_beyond(q1 - k * spread, q3 + k * spread)
         for k in self.std_k:
             outliers[f"std_{k:g}"] = self.outliers_beyond(self.mean - k * std, self.mean + k * std)
         return TensorStats(
@@ -563,6 +566,18 @@ def _bernoulli_indices(rng: np.random.Generator, n: int, p: float) -> np.ndarray
     while index[-1] < n - 1:  # rare: more successes than 6 standard deviations above the mean
         index = np.concatenate([index, index[-1] + np.cumsum(gaps(len(index)))])
     return index[: np.searchsorted(index, n)]
+
+
+def _rounding(value: float, dtype: str | None) -> float:
+    """4 units in the last place of ``value`` in the tensor's type (float64 when unknown): below it, two values
+    differ by rounding alone."""
+    try:
+        kind = np.dtype(dtype) if dtype else np.dtype(np.float64)
+    except TypeError:  # bfloat16 and other names numpy lacks
+        kind = np.dtype(np.float32)
+    if kind.kind != "f":
+        kind = np.dtype(np.float64)
+    return 4.0 * float(np.spacing(np.asarray(value, kind)))
 
 
 #: a channel whose sum of squares exceeds this many times its sum of squared deviations (|mean| > ~8 std) is

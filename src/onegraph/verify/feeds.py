@@ -88,12 +88,20 @@ def model_feeds(model: Any, data: Any = None, *, rows: int = 16, seed: int = 0, 
     Raises
     ------
     DataError
-        when an input cannot be built from the data (named), a file cannot be read, or generated feeds would
-        take more than ``memory`` bytes (the input and the bytes named).
+        when an input cannot be built from the data (named), a file cannot be read, the data has no rows, or
+        generated feeds would take more than ``memory`` bytes (the input and the bytes named).
     """
     proto = load_model(model)
     if data is None:
         return generated_feeds(proto, rows=rows, seed=seed, memory=memory)
+    feeds = _given_feeds(proto, data, rows)
+    if feeds and all(np.ndim(v) and len(v) == 0 for v in feeds.values()):  # nothing to verify on
+        where = f" in {data}" if isinstance(data, (str, os.PathLike)) else ""
+        raise DataError(f"the data has no rows{where} to run the model on", hint="give data with at least one row")
+    return feeds
+
+
+def _given_feeds(proto: onnx.ModelProto, data: Any, rows: int | None) -> Feeds:
     if isinstance(data, (str, os.PathLike)):
         path = Path(data)
         if path.suffix.lower() == ".npz":
