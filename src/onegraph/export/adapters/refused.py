@@ -30,7 +30,7 @@ __all__ = ["REASONS", "refuse"]
 
 #: class -> (why, what to do instead)
 REASONS = {
-    skm.TSNE: ("it has no transform: it embeds its training rows only", "use PCA or Isomap for new rows"),
+    skm.TSNE: ("it has no transform: it embeds its training rows only", "use PCA or KernelPCA for new rows"),
     skf.FeatureHasher: ("it takes dicts or strings per row, not table columns",
                         "use onegraph.frame.HashEncoder or OneHotEncoder on text columns"),
     skfi.PatchExtractor: ("it takes images, not a table", "use onegraph.media for images"),
@@ -41,7 +41,7 @@ REASONS = {
     skd.LatentDirichletAllocation: ("its transform iterates variational updates through exp(digamma), which has no "
                                     "ONNX operator", "use TruncatedSVD on the counts"),
     skm.LocallyLinearEmbedding: ("its transform solves a regularized linear system per row, which has no ONNX "
-                                 "operator", "use Isomap or PCA"),
+                                 "operator", "use KernelPCA or PCA"),
     skm.Isomap: ("its transform (shortest paths through the training graph, then kernel PCA) is not written yet",
                  "use KernelPCA or PCA"),
 }
