@@ -148,3 +148,23 @@ def test_a_pipeline_ending_in_a_model_given_with_another_model_is_refused_with_a
     middle = Pipeline([("scale", pipe[0]), ("forest", pipe[1]), ("again", StandardScaler().fit(frame))])
     with pytest.raises(ExportError, match="'forest' .*only a pipeline's last step may be a model"):
         onegraph.build(middle, None, frame, path=tmp_path / "m.onnx")
+
+
+def test_a_discretizer_after_a_rounded_step_names_bin_edges_when_parity_fails(penguins, tmp_path):
+    """KBinsDiscretizer's edges are training values; after FunctionTransformer(np.log1p) (the graph's log1p is
+    within a few ulps of libm's, not bit-identical) a value on an edge may land in the next bin. Either the
+    graph agrees with scikit-learn, or the build is refused with a hint naming the edges."""
+    from sklearn.preprocessing import FunctionTransformer, KBinsDiscretizer
+
+    frame = penguins[NUMERIC]
+    pipe = make_pipeline(SimpleImputer(), FunctionTransformer(np.log1p),
+                         KBinsDiscretizer(n_bins=4, encode="ordinal", quantile_method="averaged_inverted_cdf")
+                         ).fit(frame)
+    try:
+        onegraph.build(pipe, None, frame, path=tmp_path / "m.onnx")
+    except ParityError as exc:
+        assert "bin edges are values of its training column" in exc.hint
+        assert not (tmp_path / "m.onnx").exists()
+    else:
+        got = onegraph.score(tmp_path / "m.onnx", frame).to_numpy(float)
+        np.testing.assert_array_equal(got, pipe.transform(frame))

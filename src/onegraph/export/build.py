@@ -121,15 +121,24 @@ def build(preprocessing: Any, model: Any = None, sample: Any = None, *, path: st
     return assemble.finish(g, specs, outputs, trained, given=metadata, functions=functions,
                            verify=verify if check_parity else None,
                            what="the graph diverges from the source pipeline", path=path,
-                           parity_hint=_parity_hint(model))
+                           parity_hint=_parity_hint(preprocessing, model))
 
 
-def _parity_hint(model: Any) -> str | None:
-    """The likely cause of a divergence for models whose answer depends on an order the data leaves open."""
+def _parity_hint(preprocessing: Any, model: Any) -> str | None:
+    """The likely cause of a divergence where the answer turns on a tie the data make: equally distant
+    neighbours, or values on a discretizer's bin edges (which are training values) computed by an earlier step
+    within an ulp of numpy's result."""
     if model is not None and hasattr(model, "_fit_X") and hasattr(model, "kneighbors"):
         return ("neighbours at equal distances (duplicate or evenly spaced rows) may be ordered differently by "
                 "scikit-learn's search and the graph's TopK; the model was not written. Try algorithm='brute', "
                 "another n_neighbors, or data without exact ties")
+    from sklearn.preprocessing import KBinsDiscretizer
+
+    nested = preprocessing.get_params(deep=True).values() if hasattr(preprocessing, "get_params") else ()
+    if any(isinstance(obj, KBinsDiscretizer) for obj in [preprocessing, *nested]):
+        return ("a KBinsDiscretizer's bin edges are values of its training column: a value on an edge, computed by "
+                "a step before it to within an ulp of numpy (log1p, a power, a scaler), can fall in the next bin; "
+                "the model was not written. Discretize the raw column, or round the values before binning")
     return None
 
 
