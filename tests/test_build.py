@@ -278,8 +278,9 @@ def test_helpful_refusals(penguins):
         onegraph.build(StandardScaler().fit(odd), None, odd)
     cat = frame[["island"]].astype("category")
     native = HistGradientBoostingClassifier(max_iter=5, categorical_features="from_dtype").fit(cat, penguins["species"])
-    with pytest.raises(ExportError, match="native categorical"):
-        onegraph.build(None, native, cat)
+    proto = onegraph.build(None, native, cat)  # its own encoder and categorical splits (tests/test_hgb_categories.py)
+    np.testing.assert_allclose(onegraph.score(proto, cat).filter(like="probabilities_").to_numpy(),
+                               native.predict_proba(cat), rtol=1e-12, atol=1e-15)
 
 
 def test_function_transformer_weights_and_skl2onnx_float_fallback(penguins):

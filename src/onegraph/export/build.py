@@ -166,10 +166,17 @@ def _emit(preprocessing: Any, model: Any, specs: list[ColumnSpec], name: str) ->
         if not cols:
             raise ExportError("the preprocessing outputs no column", hint="check its column selection")
     if model is not None:
+        from onegraph.export.adapters.trees import emit_hgb_trees, hgb_categories
+
+        # a HistGradientBoosting model encoding the DataFrame's categorical columns itself: its encoder first
+        own = getattr(model, "_preprocessor", None) is not None
+        if own:
+            with g.scope(step_name(model), model):
+                cols = hgb_categories(model, g, cols)
         _check_model_inputs(model, cols)
         x = g.matrix(cols, DOUBLE)
         with g.scope(step_name(model), model):
-            result = emit_model(model, g, x)
+            result = emit_hgb_trees(model, g, x) if own else emit_model(model, g, x)
         return g, assemble.declare_outputs(g, result, input_names)
     if len(cols) > MAX_FEATURE_OUTPUTS:
         raise ExportError(f"the preprocessing outputs {len(cols)} columns, one graph output each: above the "

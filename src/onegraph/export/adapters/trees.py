@@ -33,7 +33,7 @@ from onegraph.export.adapters.models import (
 
 __all__ = ["TreeArrays", "sk_tree", "as_float32", "tree_ensemble", "leaf_vector_sum", "emit_forest_classifier",
            "emit_forest_regressor", "emit_gradient_boosting", "emit_hist_gradient_boosting",
-           "emit_random_trees_embedding"]
+           "emit_random_trees_embedding", "hgb_categories", "emit_hgb_trees"]
 
 
 @dataclasses.dataclass
@@ -50,6 +50,8 @@ class TreeArrays:
     #: per node the spec's ``nodes_modes`` (0 ``BRANCH_LEQ``: ``x <= threshold`` goes left, 4 ``BRANCH_EQ``...);
     #: None: all ``BRANCH_LEQ``
     mode: np.ndarray | None = None
+    #: the values of each ``BRANCH_MEMBER`` (mode 6) node, by node
+    members: dict[int, list[float]] | None = None
 
     @property
     def is_leaf(self) -> np.ndarray:
@@ -65,18 +67,61 @@ def sk_tree(tree: Any, values: np.ndarray, target: int = 0) -> TreeArrays:
         leaf_value=np.asarray(values, np.float64), target=target)
 
 
-def _hgb_tree(predictor: Any, target: int) -> TreeArrays:
+_MEMBER = 6  # the TreeEnsemble spec's BRANCH_MEMBER (the value is one of the node's membership_values)
+
+
+def _hgb_tree(predictor: Any, target: int, known: tuple | None = None) -> TreeArrays:
+    """One HistGradientBoosting predictor's tree; ``known``: ``_bin_mapper.make_known_categories_bitsets()``,
+    needed when it has categorical splits (:func:`_hgb_categorical_tree`)."""
     nodes = predictor.nodes
     if nodes["is_categorical"].any():
-        raise ExportError("a HistGradientBoosting model with native categorical splits cannot be exported yet",
-                          hint="encode categories before the model (OneHotEncoder / OrdinalEncoder) and fit "
-                               "with categorical_features=None")
+        return _hgb_categorical_tree(predictor, target, known)
     leaf = nodes["is_leaf"].astype(bool)
     return TreeArrays(
         left=np.where(leaf, -1, nodes["left"].astype(np.int64)), right=np.where(leaf, -1, nodes["right"].astype(np.int64)),
         feature=nodes["feature_idx"].astype(np.int64), threshold=nodes["num_threshold"].astype(np.float64),
         missing_left=nodes["missing_go_to_left"].astype(bool), leaf_value=nodes["value"].astype(np.float64),
         target=target)
+
+
+def _categories(bitset: np.ndarray) -> list[int]:
+    """The category values (0..255) set in one scikit-learn bitset (8 uint32 words, bit ``c % 32`` of word
+    ``c // 32``)."""
+    words = np.asarray(bitset, np.uint32)
+    return [32 * w + b for w in range(len(words)) for b in range(32) if (int(words[w]) >> b) & 1]
+
+
+def _hgb_categorical_tree(predictor: Any, target: int, known: tuple | None) -> TreeArrays:
+    """A tree with categorical splits, as ``_predictor._predict_one_from_raw_data`` decides them: NaN and
+    negative values go the node's missing way; a category in ``raw_left_cat_bitsets`` left; another category
+    known in fit right; an unknown one the missing way. Each split is one ``BRANCH_MEMBER`` node: where missing
+    values go right, "in the left set" goes left; where they go left, "a known category of the right set"
+    goes right and everything else left (the values are whole: the caller floors the categorical columns as
+    the predictor's uint8 cast does)."""
+    if known is None:
+        raise ExportError("a HistGradientBoosting tree with categorical splits needs the model's known categories")
+    known_bitsets, f_idx_map = known
+    nodes = predictor.nodes
+    leaf = nodes["is_leaf"].astype(bool)
+    left = np.where(leaf, -1, nodes["left"].astype(np.int64))
+    right = np.where(leaf, -1, nodes["right"].astype(np.int64))
+    mode = np.zeros(len(nodes), np.uint8)
+    members: dict[int, list[float]] = {}
+    for n in np.flatnonzero(nodes["is_categorical"].astype(bool) & ~leaf):
+        lefts = _categories(predictor.raw_left_cat_bitsets[nodes["bitset_idx"][n]])
+        mode[n] = _MEMBER
+        if nodes["missing_go_to_left"][n]:
+            chosen = set(lefts)
+            rights = [c for c in _categories(known_bitsets[f_idx_map[nodes["feature_idx"][n]]]) if c not in chosen]
+            members[int(n)] = [float(c) for c in rights]
+            left[n], right[n] = right[n], left[n]  # "in the right set" is the true branch
+        else:
+            members[int(n)] = [float(c) for c in lefts]
+    missing = nodes["missing_go_to_left"].astype(bool)
+    missing[list(members)] = False  # NaN is in no set: it takes the false branch, the missing way in both forms
+    return TreeArrays(left=left, right=right, feature=nodes["feature_idx"].astype(np.int64),
+                      threshold=nodes["num_threshold"].astype(np.float64), missing_left=missing,
+                      leaf_value=nodes["value"].astype(np.float64), target=target, mode=mode, members=members)
 
 
 def tree_ensemble(g: GraphBuilder, x: ir.Value, trees: list[TreeArrays], n_targets: int,
@@ -87,6 +132,7 @@ def tree_ensemble(g: GraphBuilder, x: ir.Value, trees: list[TreeArrays], n_targe
     dummy split whose both branches reach that leaf.
     """
     featureids, splits, missing, true_ids, true_leaf, false_ids, false_leaf, modes = ([] for _ in range(8))
+    membership: list[float] = []  # per BRANCH_MEMBER node, in node order, its values then NaN
     leaf_targets, leaf_weights, roots = [], [], []
     for t in trees:
         node_pos: dict[int, int] = {}
@@ -110,12 +156,15 @@ def tree_ensemble(g: GraphBuilder, x: ir.Value, trees: list[TreeArrays], n_targe
             splits.append(float(t.threshold[n]))
             missing.append(int(t.missing_left[n]))
             modes.append(0 if t.mode is None else int(t.mode[n]))
+            if modes[-1] == _MEMBER:
+                membership.extend([*t.members[n], float("nan")])
             for child, ids, leafs in ((t.left[n], true_ids, true_leaf), (t.right[n], false_ids, false_leaf)):
                 is_leaf = bool(t.is_leaf[child])
                 ids.append(leaf_pos[child] if is_leaf else node_pos[child])
                 leafs.append(int(is_leaf))
+    extra = {"membership_values": ir.tensor(np.asarray(membership, np.float64))} if membership else {}
     return g.op(
-        "TreeEnsemble", x, domain="ai.onnx.ml", dtype=DOUBLE,
+        "TreeEnsemble", x, domain="ai.onnx.ml", dtype=DOUBLE, **extra,
         nodes_featureids=featureids, nodes_splits=ir.tensor(np.asarray(splits, np.float64)),
         nodes_modes=ir.tensor(np.asarray(modes, np.uint8)),
         nodes_truenodeids=true_ids, nodes_trueleafs=true_leaf,
@@ -240,11 +289,49 @@ def emit_gradient_boosting(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOut
 
 @register_model(ske.HistGradientBoostingClassifier, ske.HistGradientBoostingRegressor)
 def emit_hist_gradient_boosting(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
+    """A HistGradientBoosting model on ``x`` ``[N, F]`` double; one fitted with categories from the DataFrame's
+    dtypes (``_preprocessor``) takes the columns :func:`hgb_categories` gives (``build`` does it)."""
     if getattr(model, "_preprocessor", None) is not None:
-        raise ExportError(f"{type(model).__name__} fitted with native categorical features cannot be exported yet",
-                          hint="encode categories before the model and fit with categorical_features=None")
+        raise ExportError(f"{type(model).__name__} fitted with categories from the DataFrame's dtypes is exported "
+                          "as a pipeline's last step or build's model only",
+                          hint="give it to build (alone or last in the pipeline), or encode categories before it")
+    return emit_hgb_trees(model, g, x)
+
+
+def hgb_categories(model: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]:
+    """The columns a HistGradientBoosting model fitted with categories from the DataFrame's dtypes reads: its
+    ``_preprocessor`` (an ``OrdinalEncoder`` of the categorical columns — unknown and missing as NaN — then the
+    other columns, in that order) emitted on ``cols``; ``cols`` unchanged for any other model."""
+    pre = getattr(model, "_preprocessor", None)
+    if pre is None:
+        return cols
+    from onegraph.export.adapters.sklearn import emit_step
+
+    mask = np.asarray(model.is_categorical_, bool)
+    if len(mask) != len(cols):
+        raise ExportError(f"{type(model).__name__} was fitted on {len(mask)} features but receives {len(cols)}")
+    encoder = pre.named_transformers_["encoder"]
+    encoded = emit_step(encoder, g, [c for c, m in zip(cols, mask) if m], f"{g.path}.categories" if g.path
+                        else "categories")
+    return encoded + [c for c, m in zip(cols, mask) if not m]
+
+
+def emit_hgb_trees(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
+    """The trees of a HistGradientBoosting model on ``x`` (its own feature order, categories as codes)."""
     k = model.n_trees_per_iteration_
-    trees = [_hgb_tree(pred, target=j) for iteration in model._predictors for j, pred in enumerate(iteration)]
+    known = None
+    categorical = getattr(model, "_is_categorical_remapped", None)
+    if categorical is None:
+        categorical = getattr(model, "is_categorical_", None)
+    if categorical is not None and np.asarray(categorical).any():
+        known = model._bin_mapper.make_known_categories_bitsets()
+        # the predictor casts a category value to uint8 (truncation, = floor for the values >= 0 it reads)
+        mask = g.const(np.asarray(categorical, bool).reshape(1, -1), "categorical")
+        floored = g.op("Floor", x, dtype=DOUBLE)
+        x = g.op("Where", g.op("And", mask, g.op("GreaterOrEqual", x, g.const(np.float64(0.0), "zero"), dtype=BOOL),
+                                dtype=BOOL), floored, x, dtype=DOUBLE)
+    trees = [_hgb_tree(pred, target=j, known=known) for iteration in model._predictors
+             for j, pred in enumerate(iteration)]
     raw = tree_ensemble(g, x, trees, n_targets=k)
     raw = g.op("Add", raw, g.const(np.asarray(model._baseline_prediction, np.float64).reshape(-1), "baseline"),
                dtype=DOUBLE)
