@@ -100,10 +100,10 @@ def check_task(target: pd.Series, task: str) -> str:
         task = infer_task(target)
     if task not in ("classification", "regression"):
         raise DataError(f"unknown task {task!r}", hint="use classification, regression or auto")
-    if task == "classification" and target.nunique(dropna=True) < 2:
+    classes, rows = target.nunique(dropna=True), int(target.notna().sum())
+    if task == "classification" and classes < 2:
         raise DataError(f"target column {target.name!r} has a single class ({target.dropna().iloc[0]!r})",
                         hint="a classifier needs at least two classes in the data")
-    classes, rows = target.nunique(dropna=True), int(target.notna().sum())
     if task == "classification" and classes > max(20, rows // 2):
         raise DataError(f"target column {target.name!r} has {classes} classes in {rows} rows: nearly one per row "
                         "(an identifier or free text?), which no classifier can learn",
@@ -229,11 +229,9 @@ def _mixed_dates(present: pd.Series) -> str | None:
     """For text values of which half or more are dates but no single format reads :data:`DATE_SHARE` of them:
     what each format reads (from the first 1,000), else None."""
     sample = np.asarray(present.iloc[:1000].astype(str), dtype=object)
-    shares = {f: float(date_format(f).matches(sample).mean()) for f in (None, *DATE_FORMATS)}
-    any_date = np.zeros(len(sample), bool)
-    for f, share in shares.items():
-        if share:
-            any_date |= date_format(f).matches(sample)
+    matched = {f: date_format(f).matches(sample) for f in (None, *DATE_FORMATS)}
+    shares = {f: float(m.mean()) for f, m in matched.items()}
+    any_date = np.logical_or.reduce(list(matched.values()))
     if any_date.mean() < 0.5:
         return None
     best = sorted(((v, f) for f, v in shares.items() if v), key=lambda t: -t[0])[:2]

@@ -36,7 +36,7 @@ from onegraph.errors import ExportError
 from onegraph.export.adapters.models import ModelOutputs, register_model
 from onegraph.export.adapters.neighbors import fit_distances, nearest
 from onegraph.export.adapters.ops import f64, flat
-from onegraph.export.adapters.svm import svm_kernel
+from onegraph.export.adapters.svm import dual_values
 from onegraph.export.adapters.trees import as_float32, sk_tree, tree_ensemble
 
 __all__ = ["outlier_outputs", "emit_isolation_forest", "emit_one_class_svm", "emit_sgd_one_class_svm",
@@ -82,11 +82,7 @@ def emit_isolation_forest(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutp
 
 @register_model(svm.OneClassSVM)
 def emit_one_class_svm(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
-    k = svm_kernel(g, model, x)
-    dec = g.op("MatMul", k, g.const(np.ascontiguousarray(np.asarray(model._dual_coef_, np.float64).T), "dual"),
-               dtype=DOUBLE)
-    dec = g.op("Add", dec, g.const(np.asarray(model._intercept_, np.float64), "intercept"), dtype=DOUBLE)
-    return outlier_outputs(g, flat(g, dec), inlier_at_zero=False)
+    return outlier_outputs(g, dual_values(g, model, x), inlier_at_zero=False)
 
 
 @register_model(skl.SGDOneClassSVM)

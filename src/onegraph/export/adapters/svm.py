@@ -38,7 +38,7 @@ from onegraph.export.adapters.models import (
 )
 from onegraph.export.adapters.ops import argmax_index, column, f64, flat, i64, sq_direct
 
-__all__ = ["svm_kernel", "ovo_values", "emit_svc", "emit_svr", "svc_decision", "coupled_probabilities"]
+__all__ = ["svm_kernel", "dual_values", "ovo_values", "emit_svc", "emit_svr", "svc_decision", "coupled_probabilities"]
 
 
 def svm_kernel(g: GraphBuilder, model: Any, x: ir.Value) -> ir.Value:
@@ -235,10 +235,15 @@ def emit_svc(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
     return ModelOutputs.classifier(label, proba, classes)
 
 
-@register_model(svm.SVR, svm.NuSVR)
-def emit_svr(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
+def dual_values(g: GraphBuilder, model: Any, x: ir.Value) -> ir.Value:
+    """``K @ dual_coef_.T + intercept_`` ``[N]``: the decision value of a regressor or a ``OneClassSVM``."""
     kx = svm_kernel(g, model, x)
     y = g.op("MatMul", kx, g.const(np.ascontiguousarray(np.asarray(model._dual_coef_, np.float64).T), "dual"),
              dtype=DOUBLE)
     y = g.op("Add", y, g.const(np.asarray(model._intercept_, np.float64), "intercept"), dtype=DOUBLE)
-    return ModelOutputs.regressor(flat(g, y))
+    return flat(g, y)
+
+
+@register_model(svm.SVR, svm.NuSVR)
+def emit_svr(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
+    return ModelOutputs.regressor(dual_values(g, model, x))
