@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -223,9 +224,15 @@ def dtypes_in_use(proto: onnx.ModelProto) -> list[str]:
 
 def source_library(obj: Any) -> str | None:
     """``<distribution> <version>`` of the library that defines ``obj``'s class (``scikit-learn 1.9.1``)."""
+    return _library_of(type(obj).__module__.split(".")[0])
+
+
+@functools.cache
+def _library_of(top: str) -> str | None:
+    # packages_distributions() reads every installed distribution's RECORD (0.5-1 s with a data-science
+    # stack): once per process, not once per build
     from importlib import metadata
 
-    top = type(obj).__module__.split(".")[0]
     names = metadata.packages_distributions().get(top, [top])
     for name in names:
         try:
