@@ -110,6 +110,8 @@ def build(preprocessing: Any, model: Any = None, sample: Any = None, *, path: st
         raise ExportError("a column has an empty name, which an ONNX graph input cannot have",
                           hint="rename it (e.g. frame.rename(columns={'': 'unnamed'})) and fit again")
     specs = [spec_for(n, frame[column_key(frame, n)]) for n in names]
+    if model is None and preprocessing is not None:
+        _refuse_wide_early(preprocessing, frame.head(1))
     g, outputs = _emit(preprocessing, model, specs, name)
     trained = _training_metadata(preprocessing, model, frame[[column_key(frame, n) for n in names]])
 
@@ -121,21 +123,30 @@ def build(preprocessing: Any, model: Any = None, sample: Any = None, *, path: st
     return assemble.finish(g, specs, outputs, trained, given=metadata, functions=functions,
                            verify=verify if check_parity else None,
                            what="the graph diverges from the source pipeline", path=path,
-                           parity_hint=_parity_hint(preprocessing, model))
+                           parity_hint=_parity_hint(preprocessing, model, frame))
 
 
-def _parity_hint(preprocessing: Any, model: Any) -> str | None:
+def _parity_hint(preprocessing: Any, model: Any, frame: pd.DataFrame) -> str | None:
     """The likely cause of a divergence where the answer turns on a tie the data make: equally distant
     neighbours, or values on a discretizer's bin edges (which are training values) computed by an earlier step
-    within an ulp of numpy's result."""
+    within an ulp of numpy's result; or None in a text column, a value to scikit-learn's SimpleImputer and
+    missing to the graph."""
     if model is not None and hasattr(model, "_fit_X") and hasattr(model, "kneighbors"):
         return ("neighbours at equal distances (duplicate or evenly spaced rows) may be ordered differently by "
                 "scikit-learn's search and the graph's TopK; the model was not written. Try algorithm='brute', "
                 "another n_neighbors, or data without exact ties")
+    from sklearn.impute import SimpleImputer
     from sklearn.preprocessing import KBinsDiscretizer
 
-    nested = preprocessing.get_params(deep=True).values() if hasattr(preprocessing, "get_params") else ()
-    if any(isinstance(obj, KBinsDiscretizer) for obj in [preprocessing, *nested]):
+    steps = [preprocessing, *(preprocessing.get_params(deep=True).values() if hasattr(preprocessing, "get_params")
+                              else ())]
+    if any(isinstance(obj, SimpleImputer) for obj in steps):
+        holding = [str(c) for c in frame.columns if frame[c].dtype == object and any(v is None for v in frame[c])]
+        if holding:
+            return (f"column {holding[0]!r} holds None, which scikit-learn's SimpleImputer keeps as a value (it "
+                    "imputes NaN only) and the graph reads as missing; the model was not written. Fit on "
+                    "frame.fillna(np.nan), or use onegraph.frame.SimpleImputer, which treats both as missing")
+    if any(isinstance(obj, KBinsDiscretizer) for obj in steps):
         return ("a KBinsDiscretizer's bin edges are values of its training column: a value on an edge, computed by "
                 "a step before it to within an ulp of numpy (log1p, a power, a scaler), can fall in the next bin; "
                 "the model was not written. Discretize the raw column, or round the values before binning")
@@ -178,10 +189,7 @@ def _emit(preprocessing: Any, model: Any, specs: list[ColumnSpec], name: str) ->
         with g.scope(step_name(model), model):
             result = emit_hgb_trees(model, g, x) if own else emit_model(model, g, x)
         return g, assemble.declare_outputs(g, result, input_names)
-    if len(cols) > MAX_FEATURE_OUTPUTS:
-        raise ExportError(f"the preprocessing outputs {len(cols)} columns, one graph output each: above the "
-                          f"{MAX_FEATURE_OUTPUTS} built without a model",
-                          hint="build it with the model it feeds, or fewer columns (HashingVectorizer's n_features)")
+    _refuse_wide(len(cols))
     outputs: list[dict] = []
     for c in cols:
         value = g.vector(c)
@@ -196,6 +204,23 @@ def _emit(preprocessing: Any, model: Any, specs: list[ColumnSpec], name: str) ->
             entry["tz"] = zones[c.name]  # scored back as tz-aware datetimes
         outputs.append(entry)
     return g, outputs
+
+
+def _refuse_wide(width: int) -> None:
+    if width > MAX_FEATURE_OUTPUTS:
+        raise ExportError(f"the preprocessing outputs {width} columns, one graph output each: above the "
+                          f"{MAX_FEATURE_OUTPUTS} built without a model",
+                          hint="build it with the model it feeds, or fewer columns (HashingVectorizer's n_features)")
+
+
+def _refuse_wide_early(preprocessing: Any, row: pd.DataFrame) -> None:
+    """The width check of a preprocessing-only graph before its nodes are emitted (emitting a default
+    HashingVectorizer's 2**20 columns takes ~10 s): the width of scikit-learn's transform of one row."""
+    try:
+        width = np.shape(preprocessing.transform(row))[-1]
+    except Exception:  # noqa: BLE001 - the emitter and the parity check report what fails; this is a shortcut
+        return
+    _refuse_wide(int(width))
 
 
 def _check_model_inputs(model: Any, cols: list[Col]) -> None:

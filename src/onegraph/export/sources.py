@@ -11,7 +11,7 @@ import pandas as pd
 from sklearn.base import is_classifier, is_outlier_detector, is_regressor
 from sklearn.pipeline import Pipeline
 
-from onegraph.errors import ExportError, MissingColumnError
+from onegraph.errors import DataError, ExportError, MissingColumnError
 from onegraph.verify.parity import as_graph_values
 
 __all__ = ["split_pipeline", "is_predictor", "input_columns", "column_key", "expected_outputs"]
@@ -58,7 +58,7 @@ def input_columns(preprocessing: Any, model: Any, frame: pd.DataFrame) -> list[s
     ------
     ExportError
         when the object was fitted on unnamed columns of another count; MissingColumnError naming a column
-        it was fitted on that ``frame`` lacks.
+        it was fitted on that ``frame`` lacks; DataError naming a column name ``frame`` holds twice.
     """
     first = preprocessing if preprocessing is not None else model
     names = getattr(first, "feature_names_in_", None)
@@ -67,12 +67,22 @@ def input_columns(preprocessing: Any, model: Any, frame: pd.DataFrame) -> list[s
         if n != frame.shape[1]:
             raise ExportError(f"{type(first).__name__} was fitted on {n} unnamed columns but the sample has "
                               f"{frame.shape[1]}", hint="fit on a DataFrame so columns are matched by name")
-        return [str(c) for c in frame.columns]
+        return _once([str(c) for c in frame.columns], frame)
     names = [str(n) for n in names]
     present = {str(c) for c in frame.columns}
     for n in names:
         if n not in present:
             raise MissingColumnError(n, sorted(present))
+    return _once(names, frame)
+
+
+def _once(names: list[str], frame: pd.DataFrame) -> list[str]:
+    """``names``, each the name of one column of ``frame`` (one graph input per name: two could not be told
+    apart at scoring)."""
+    counts = pd.Index(map(str, frame.columns)).value_counts()
+    for n in names:
+        if counts.get(n, 0) > 1:
+            raise DataError(f"column {n!r} appears more than once in the sample", hint="drop or rename the duplicates")
     return names
 
 

@@ -439,7 +439,10 @@ def emit_simple_imputer(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]
         raise ExportError(f"SimpleImputer was fitted on {len(stats)} columns but receives {len(cols)}")
     mv = est.missing_values
     keep_all = est.strategy == "constant" or est.keep_empty_features
-    valid = [i for i, s in enumerate(stats) if keep_all or not _is_nan_like(s)]
+    # scikit-learn drops a column whose statistic is NaN (``X != X``: no value observed); a None statistic
+    # (None the most frequent value of an object column, which SimpleImputer does not count as missing) is
+    # kept and fills the missing values with None: the graph's missing value
+    valid = [i for i, s in enumerate(stats) if keep_all or not (isinstance(s, float) and np.isnan(s))]
     numeric = [i for i, c in enumerate(cols) if c.kind != "string"]
     text = [i for i, c in enumerate(cols) if c.kind == "string"]
     filled: dict[int, Col] = {}
@@ -450,7 +453,8 @@ def emit_simple_imputer(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]
             mask = g.op("IsNaN", x, dtype=BOOL)
         else:
             mask = g.op("Equal", x, g.const(np.float64(mv), "missing_value"), dtype=BOOL)
-        fill = np.asarray([0.0 if _is_nan_like(stats[i]) else float(stats[i]) for i in numeric], np.float64)
+        fill = np.asarray([np.nan if stats[i] is None else 0.0 if _is_nan_like(stats[i]) else float(stats[i])
+                           for i in numeric], np.float64)
         y = g.op("Where", mask, g.const(fill, "statistics"), x, dtype=DOUBLE)
         for j, c in zip(numeric, g.block(y, [cols[i].name for i in numeric], "float", DOUBLE)):
             filled[j] = c

@@ -1,0 +1,76 @@
+"""None in object columns, which scikit-learn's SimpleImputer keeps as a value (it imputes NaN only, ``X != X``)
+while the graph reads None and NaN as one missing value: exported where the two agree, refused with the cause
+where they do not. Rows: the Palmer penguins (tests/data), with None put where pandas reads NaN."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.compose import ColumnTransformer
+from sklearn.impute import SimpleImputer
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import OneHotEncoder
+
+import onegraph
+from onegraph.errors import DataError, ParityError
+
+
+def _with_none(penguins: pd.DataFrame, share: float) -> pd.DataFrame:
+    """The penguins, ``sex`` an object column where a ``share`` of the rows hold None (NaN kept where read)."""
+    frame = penguins[["sex", "bill_length_mm", "flipper_length_mm"]].dropna(subset=["bill_length_mm"]).copy()
+    sex = frame["sex"].astype(object)
+    rows = np.random.default_rng(0).random(len(frame)) < share
+    sex[rows] = None
+    frame["sex"] = sex
+    return frame.reset_index(drop=True)
+
+
+def test_none_most_frequent_is_kept_as_scikit_learn_keeps_it(penguins):
+    """None the most frequent value: SimpleImputer's statistic is None, the column is kept (not an empty column)
+    and its NaN become None, one-hot encoded as the category None — the graph's missing value."""
+    frame = _with_none(penguins, 0.6)
+    pipe = make_pipeline(
+        ColumnTransformer([("sex", make_pipeline(SimpleImputer(strategy="most_frequent"),
+                                                 OneHotEncoder(handle_unknown="ignore")), ["sex"])],
+                          remainder="passthrough"),
+        LogisticRegression(max_iter=1000)).fit(frame, penguins.loc[frame.index, "species"])
+    assert pipe[0].named_transformers_["sex"][0].statistics_[0] is None
+    got = onegraph.score(onegraph.build(pipe, None, frame), frame)
+    assert (got["label"].to_numpy() == pipe.predict(frame)).all()
+    np.testing.assert_allclose(got[[f"probabilities_{c}" for c in pipe.classes_]].to_numpy(),
+                               pipe.predict_proba(frame), rtol=1e-9, atol=1e-12)
+
+
+def test_none_statistic_of_a_numeric_object_column(penguins):
+    """An object column of numbers whose most frequent value is None: kept, its missing values stay missing."""
+    frame = pd.DataFrame({"bill": pd.Series([*penguins["bill_length_mm"].head(6), None, None], dtype=object)})
+    imputer = SimpleImputer(strategy="most_frequent").fit(frame)
+    assert imputer.statistics_[0] is None
+    got = onegraph.score(onegraph.build(imputer, None, frame), frame)
+    expected = pd.to_numeric(pd.Series(imputer.transform(frame)[:, 0]), errors="coerce")
+    np.testing.assert_array_equal(got.iloc[:, 0].to_numpy(np.float64), expected.to_numpy(np.float64))
+
+
+def test_none_as_a_value_is_refused_naming_the_column(penguins):
+    """None not the most frequent value: scikit-learn one-hot encodes it as its own category, the graph imputes
+    it; the refusal names the column and what to do, not 'report this'."""
+    frame = _with_none(penguins, 0.1)
+    pipe = make_pipeline(SimpleImputer(strategy="most_frequent"), OneHotEncoder()).fit(frame[["sex"]])
+    with pytest.raises(ParityError, match="column 'sex' holds None") as caught:
+        onegraph.build(pipe, None, frame[["sex"]])
+    assert "report this" not in str(caught.value)
+    assert "max rel diff 4" not in str(caught.value)  # a difference from an expected 0 is infinitely relative
+    # as the hint says: fitted on fillna(np.nan), it exports
+    filled = frame[["sex"]].fillna(np.nan)
+    pipe = make_pipeline(SimpleImputer(strategy="most_frequent"), OneHotEncoder()).fit(filled)
+    onegraph.build(pipe, None, filled)
+
+
+def test_a_sample_naming_a_column_twice_is_refused():
+    """As score refuses it: one graph input per name."""
+    frame = pd.DataFrame(np.random.default_rng(0).normal(size=(20, 3)), columns=["a", "a", "b"])
+    model = LogisticRegression().fit(frame.to_numpy(), [0, 1] * 10)
+    with pytest.raises(DataError, match="column 'a' appears more than once"):
+        onegraph.build(None, model, frame)
