@@ -48,6 +48,12 @@ def test_build_refuses_weights_that_do_not_fit(tmp_path):
     (["--model", "ridge", "--weights", "1,2"], "--weights is given without --ensemble"),
     (["--model", "ridge", "--ensemble", "mean", "--weights", "1,2"], "--weights does not apply to --ensemble mean"),
     (["--model", "ridge", "--ensemble", "median"], "unknown --ensemble 'median'"),
+    # weights of a probability average: finite, not negative, not all zero (sum zero raised ZeroDivisionError
+    # in scikit-learn's fit; 2,-1 wrote probabilities from -0.48 to 1.28)
+    (["--model", "ridge", "--ensemble", "weighted", "--weights", "2,-1"], "--weights: weight 2 is -1.0"),
+    (["--model", "ridge", "--ensemble", "weighted", "--weights", "0,0"], "--weights: the weights sum to zero"),
+    (["--model", "ridge", "--ensemble", "vote", "--weights", "nan,1"], "--weights: weight 1 is nan"),
+    (["--model", "ridge", "--ensemble", "weighted", "--weights", "1,inf"], "--weights: weight 2 is inf"),
 ])
 def test_build_ensemble_options_checked_by_their_names(tmp_path, cli, extra, message):
     """The user's report: one model with --ensemble mean said "an ensemble (weighted) needs..." after

@@ -143,5 +143,8 @@ def test_ensembles_refuse_models_that_do_not_combine():
         onegraph.compose(pre, {"lr": lr, "other": other}, frame, ensemble="mean")
     with pytest.raises(ExportError, match="2 weight"):
         onegraph.compose(pre, {"lr": lr, "rf": rf, "lr2": lr}, frame, ensemble=Ensemble("weighted", [1, 2]))
+    for weights, message in (([2, -1], "weight 2 is -1.0"), ([0, 0], "sum to zero"), ([float("nan"), 1], "weight 1")):
+        with pytest.raises(ExportError, match=message):
+            Ensemble("weighted", weights)
     with pytest.raises(ExportError, match="applies to the answer"):
         onegraph.compose(pre, {"lr": lr, "rf": rf}, frame, post=[TopK(2)])

@@ -49,7 +49,9 @@ def _weights(text: str | None, n: int) -> list[float] | None:
         raise OnegraphError(f"--weights {text!r} is not a list of numbers", hint="write e.g. --weights 1,3") from None
     if len(values) != n:
         raise OnegraphError(f"--weights gives {len(values)} weight(s) for {n} models", hint="one weight per --model")
-    return values
+    from onegraph.export.ensemble import check_weights
+
+    return check_weights(values, "--weights")
 
 
 def _ensemble(method: str, estimators: list[tuple[str, Any]], task: str, weights: list[float] | None) -> Any:

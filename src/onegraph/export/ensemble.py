@@ -21,9 +21,28 @@ from onegraph.emit import BOOL, DOUBLE, INT64, GraphBuilder
 from onegraph.errors import ExportError
 from onegraph.export.adapters.models import ModelOutputs, label_from_index
 
-__all__ = ["METHODS", "Ensemble"]
+__all__ = ["METHODS", "Ensemble", "check_weights"]
 
 METHODS = ("mean", "weighted", "vote", "stacking")
+
+
+def check_weights(weights: Sequence[float], what: str = "weights") -> list[float]:
+    """``weights`` as floats: finite, none negative, not all zero (a weighted mean of probabilities is then a
+    probability; ``np.average`` divides by their sum).
+
+    Raises
+    ------
+    ExportError
+        naming the first weight at fault (``what`` names the option, e.g. ``--weights``).
+    """
+    values = [float(w) for w in weights]
+    for i, w in enumerate(values):
+        if not np.isfinite(w) or w < 0:
+            raise ExportError(f"{what}: weight {i + 1} is {w!r}; weights must be finite and not negative",
+                              hint="give one weight >= 0 per model, e.g. 1,3")
+    if values and sum(values) == 0:
+        raise ExportError(f"{what}: the weights sum to zero", hint="give at least one positive weight")
+    return values
 
 
 @dataclasses.dataclass
@@ -54,6 +73,8 @@ class Ensemble:
             raise ExportError(f"unknown ensemble method {self.method!r}", hint=f"use one of: {', '.join(METHODS)}")
         if self.method == "stacking" and self.final_estimator is None:
             raise ExportError("a stacking ensemble needs a fitted final_estimator")
+        if self.weights is not None:
+            check_weights(self.weights)
 
     @classmethod
     def from_sklearn(cls, obj: Any) -> tuple[dict[str, Any], Ensemble]:
