@@ -174,6 +174,18 @@ def test_model_without_preprocessing_and_unused_columns_pruned(penguins):
     ct = ColumnTransformer([("num", StandardScaler(), ["body_mass_g"])], remainder="drop").fit(penguins)
     model = onegraph.build(ct, None, penguins)
     assert [i.name for i in model.graph.input] == ["body_mass_g"]
+    # a transformer (or pipeline of them) fitted on some of the sample's columns: scikit-learn's transform
+    # refuses the others, so the parity reference is given the fitted ones (was a raw ValueError)
+    from sklearn.preprocessing import OneHotEncoder as SkOneHot
+    from sklearn.preprocessing import StandardScaler as SkScaler
+
+    for est in (SkOneHot().fit(penguins[["island"]]),
+                make_pipeline(SkScaler()).fit(penguins[["bill_length_mm", "body_mass_g"]])):
+        model = onegraph.build(est, None, penguins)
+        assert [i.name for i in model.graph.input] == list(est.feature_names_in_)
+        got = onegraph.score(model, penguins).to_numpy(np.float64)
+        expected = est.transform(penguins[est.feature_names_in_])
+        np.testing.assert_allclose(got, getattr(expected, "toarray", lambda: expected)(), rtol=1e-12, atol=1e-12)
 
 
 def test_outputs_and_opsets(penguins):

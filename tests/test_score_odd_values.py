@@ -274,3 +274,42 @@ def test_text_holding_the_missing_marker_is_refused_naming_column_and_row(sessio
         session.score(data)
     ok = _with(rows, "island", ["Torgersen", "Biscoe", "Biscoe", None, "Dream"])
     assert len(session.score(ok)) == 5  # the same rows without the marker score
+
+
+@pytest.mark.parametrize("container", ["dict", "object", "records", "many rows"])
+def test_text_that_is_not_unicode_is_refused_naming_column_and_row(session, rows, container):
+    """A lone surrogate ("\\ud800", which Python strings may hold: a file decoded with surrogateescape) cannot
+    reach onnxruntime as UTF-8: refused naming the column and the row, not "onnxruntime failed"."""
+    bad = "\ud800"
+    islands = ["Torgersen", bad, "Biscoe", None, "Dream"]
+    frame = _with(rows, "island", pd.Series(islands, dtype=object))
+    data, row = {
+        "dict": ({**rows.iloc[1].to_dict(), "island": bad}, 0),
+        "object": (frame, 1),
+        "records": (frame.to_dict("records"), 1),
+        # several batches: the row is counted from the first row of the data, not of its batch
+        "many rows": (pd.concat([frame.iloc[[0]]] * 70000 + [frame], ignore_index=True), 70001),
+    }[container]
+    with pytest.raises(ColumnTypeError, match=rf"'island': value at row {row} .*not valid Unicode"):
+        session.score(data)
+
+
+@pytest.mark.parametrize("container", ["pandas", "pyarrow", "polars"])
+def test_arrow_string_views_score_and_build_as_strings(penguins_onnx, rows, container):
+    """``string_view`` text (polars' newest Arrow export, ``pd.ArrowDtype(pa.string_view())``), which pandas
+    cannot operate on and pyarrow's comparisons lack: read as the same strings, in scoring and in build."""
+    expected = onegraph.score(penguins_onnx, rows)
+    views = pa.Table.from_pandas(rows.astype({"island": object, "sex": object}), preserve_index=False)
+    views = views.cast(pa.schema([pa.field(f.name, pa.string_view()) if pa.types.is_string(f.type) else f
+                                  for f in views.schema]))
+    data = {"pandas": views.to_pandas(types_mapper=pd.ArrowDtype), "pyarrow": views,
+            "polars": pl.from_pandas(rows).to_arrow(compat_level=pl.CompatLevel.newest())}[container]
+    assert any("view" in str(t) for t in (data.schema.types if hasattr(data, "schema") else data.dtypes))
+    pd.testing.assert_frame_equal(onegraph.score(penguins_onnx, data), expected)
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    encoder = make_pipeline(OneHotEncoder(handle_unknown="ignore")).fit(rows[["island"]])
+    built = onegraph.build(encoder, None, data)
+    np.testing.assert_array_equal(onegraph.score(built, rows).to_numpy(np.float64),
+                                  encoder.transform(rows[["island"]]).toarray())

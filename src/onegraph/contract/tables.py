@@ -31,7 +31,7 @@ def as_pandas(data: Any) -> pd.DataFrame:
         for a container that is not a table (a 2-D array has no column names), or ragged columns.
     """
     if isinstance(data, pd.DataFrame):
-        return data
+        return _without_views(data)
     if isinstance(data, pd.Series):  # one row, as df.iloc[i] gives it
         return data.to_frame().T.infer_objects()
     if isinstance(data, Mapping):
@@ -42,7 +42,7 @@ def as_pandas(data: Any) -> pd.DataFrame:
         return pd.DataFrame.from_records(list(data))
     table = _arrow_table(data)
     if table is not None:
-        return table.to_pandas(types_mapper=pd.ArrowDtype)
+        return _without_views(table.to_pandas(types_mapper=pd.ArrowDtype))
     raise DataError(
         f"cannot read a table from {type(data).__name__}",
         hint="give a pandas or polars DataFrame, a pyarrow Table, a dict of columns or a list of records",
@@ -57,6 +57,42 @@ def _dict_frame(data: Mapping) -> pd.DataFrame:
     except ValueError as exc:
         raise DataError(f"the columns given have different lengths ({exc})",
                         hint="give one value per row in every column") from None
+
+
+def _plain_type(t: Any) -> Any:
+    """The Arrow type of ``t``'s values without the view layout (``string_view`` -> ``large_string``,
+    ``binary_view`` -> ``large_binary``), or None for any other type. Polars' newest Arrow export writes
+    views, which pandas cannot operate on (``ArrowDtype.type`` raises) and pyarrow's compute kernels lack."""
+    import pyarrow as pa
+
+    if getattr(pa.types, "is_string_view", None) and pa.types.is_string_view(t):
+        return pa.large_string()
+    if getattr(pa.types, "is_binary_view", None) and pa.types.is_binary_view(t):
+        return pa.large_binary()
+    return None
+
+
+def _without_view(values: Any) -> Any:
+    """A pandas Arrow-backed array of a view type as the same values in the plain type; else ``values``."""
+    dtype = getattr(values, "dtype", None)
+    plain = _plain_type(dtype.pyarrow_dtype) if isinstance(dtype, pd.ArrowDtype) else None
+    if plain is None:
+        return values
+    import pyarrow as pa
+
+    return pd.arrays.ArrowExtensionArray(pa.chunked_array(pa.array(values)).cast(plain))
+
+
+def _without_views(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame``, its view-typed Arrow columns (see :func:`_plain_type`) in the plain type (a shallow copy)."""
+    views = [i for i, dt in enumerate(frame.dtypes)
+             if isinstance(dt, pd.ArrowDtype) and _plain_type(dt.pyarrow_dtype) is not None]
+    if not views:
+        return frame
+    frame = frame.copy(deep=False)
+    for i in views:
+        frame.isetitem(i, pd.Series(_without_view(frame.iloc[:, i].array), index=frame.index))
+    return frame
 
 
 def _arrow_table(data: Any) -> Any:
@@ -116,7 +152,7 @@ def _pandas_reader(df: pd.DataFrame) -> tuple[int, list[str], ColumnGetter]:
             loc = _str_loc(columns, name)
         if not isinstance(loc, int):
             raise _repeated(name)
-        return get_array(loc) if get_array is not None else df.iloc[:, loc].array
+        return _without_view(get_array(loc) if get_array is not None else df.iloc[:, loc].array)
 
     return len(df), columns, get
 
@@ -178,6 +214,6 @@ def _arrow_reader(table: Any) -> tuple[int, list[str], ColumnGetter]:
             raise MissingColumnError(name, names)
         if name in repeated:
             raise _repeated(name)
-        return pd.arrays.ArrowExtensionArray(table.column(name))
+        return _without_view(pd.arrays.ArrowExtensionArray(table.column(name)))
 
     return table.num_rows, names, get

@@ -109,11 +109,14 @@ def build(preprocessing: Any, model: Any = None, sample: Any = None, *, path: st
     if "" in names:
         raise ExportError("a column has an empty name, which an ONNX graph input cannot have",
                           hint="rename it (e.g. frame.rename(columns={'': 'unnamed'})) and fit again")
+    # the columns the pipeline was fitted on, in its order: scikit-learn's own transform (the parity
+    # reference) refuses a frame with others beside them
+    frame = frame[[column_key(frame, n) for n in names]]
     specs = [spec_for(n, frame[column_key(frame, n)]) for n in names]
     if model is None and preprocessing is not None:
         _refuse_wide_early(preprocessing, frame.head(1))
     g, outputs = _emit(preprocessing, model, specs, name)
-    trained = _training_metadata(preprocessing, model, frame[[column_key(frame, n) for n in names]])
+    trained = _training_metadata(preprocessing, model, frame)
 
     rtol, atol = _tolerance(model, rtol, atol)
 

@@ -179,11 +179,12 @@ class Session:
         elif n <= self.batch_size:
             results = self._call(feeds)
         else:
-            chunks = [{k: v[i:i + self.batch_size] for k, v in feeds.items()} for i in range(0, n, self.batch_size)]
+            starts = range(0, n, self.batch_size)
             # onnxruntime releases the GIL while it runs: batches in parallel use the cores its own
             # intra-op threads leave idle (string conversion, lookups); outputs keep the row order
-            with ThreadPoolExecutor(max_workers=min(len(chunks), os.cpu_count() or 1, 4)) as pool:
-                parts = list(pool.map(self._call, chunks))
+            with ThreadPoolExecutor(max_workers=min(len(starts), os.cpu_count() or 1, 4)) as pool:
+                parts = list(pool.map(lambda i: self._call({k: v[i:i + self.batch_size] for k, v in feeds.items()},
+                                                           first_row=i), starts))
             results = [np.concatenate([p[j] for p in parts]) for j in range(len(self._output_names))]
         if self._checks:
             self._raise_checks(results, data)
@@ -203,7 +204,7 @@ class Session:
         try:
             return self._run(names or self._output_names, feeds, self._run_options)
         except Exception as exc:  # onnxruntime's own exception types
-            raise RuntimeFailure(f"onnxruntime failed: {str(exc).strip()[:500]}") from None
+            raise _failure(exc, feeds) from None
 
     def _sequence_results(self, data: Any, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
         """Rows sorted by (group, order), windows indexed, one call (a window spans the batch)."""
@@ -213,11 +214,11 @@ class Session:
         perm, sorted_feeds = sequence_feeds(self.sequence, get, list(names), feeds)
         return restore_order(self._call(sorted_feeds), perm)
 
-    def _call(self, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    def _call(self, feeds: dict[str, np.ndarray], first_row: int = 0) -> list[np.ndarray]:
         try:
             return self._run(self._output_names, feeds, self._run_options)
         except Exception as exc:  # onnxruntime's own exception types
-            raise RuntimeFailure(f"onnxruntime failed: {str(exc).strip()[:500]}") from None
+            raise _failure(exc, feeds, first_row) from None
 
     def _raise_checks(self, results: list[np.ndarray], data: Any) -> None:
         for i, out in self._checks:
@@ -358,3 +359,23 @@ def _spec_from_ort(arg: Any) -> ColumnSpec:
     kind, onnx_type = _ORT_KINDS[arg.type]
     return ColumnSpec(arg.name, kind, onnx_type, source_dtype=arg.type)
 
+
+def _failure(exc: Exception, feeds: dict[str, np.ndarray], first_row: int = 0) -> Exception:
+    """The error to raise for onnxruntime's ``exc`` on ``feeds`` (rows from ``first_row`` on): text onnxruntime
+    cannot encode as UTF-8 (a lone surrogate such as ``"\\ud800"``, which Python strings may hold) as
+    :class:`ColumnTypeError` naming the column and row (looked for only after the failure, so scoring pays
+    nothing for it); else :class:`RuntimeFailure`."""
+    if isinstance(exc, UnicodeError):
+        for name, values in feeds.items():
+            if values.dtype != object:
+                continue
+            for row, v in enumerate(values.reshape(-1)):
+                try:
+                    v.encode("utf-8")
+                except UnicodeError:
+                    return ColumnTypeError(name, f"value at row {first_row + row} ({v!r}) is not valid Unicode text "
+                                           "(a lone surrogate) and cannot be encoded as UTF-8",
+                                           hint="decode the source with errors='replace', or fix the text")
+                except AttributeError:
+                    continue
+    return RuntimeFailure(f"onnxruntime failed: {str(exc).strip()[:500]}")
