@@ -5,6 +5,7 @@ input no feed fits is refused before anything is allocated (C602, ``DataError``)
 from __future__ import annotations
 
 import json
+import re
 
 import onnx.parser
 import pytest
@@ -80,6 +81,33 @@ def test_check_flags_every_metadata_key_the_readers_refuse():
     assert "`score` cannot use the model" in got[0].message and "nested too deeply" in got[0].message
     assert "`show`" in got[2].message
     assert not any(blocks(f, p) for f in got for p in ("load", "run"))  # the readers refuse it themselves
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"name": "X", "kind": "float", "onnx_type": "double"}, r"names inputs the graph does not have: \['X'\]"),
+    ({"name": "island", "kind": "float", "onnx_type": "string"}, "kind 'float' cannot be fed as onnx_type 'string'"),
+    ({"name": "island", "kind": "float", "onnx_type": "double"}, "says onnx_type 'double' but the graph input is "
+                                                                 "string"),
+], ids=["renamed", "kind", "type"])
+def test_inputs_that_contradict_the_graph_are_found_by_check_meta_and_score(penguins_onnx, entry, message):
+    """The user's report: an ``inputs`` entry renamed (or retyped) by hand passed ``onegraph check`` as clean,
+    and ``score`` then blamed the data ("column 'ISLAND' is required ... missing from the data"). ``check``
+    (C601), ``meta validate`` and opening a session now say the same, naming the key."""
+    from onegraph.errors import ModelFileError
+    from onegraph.meta import read_metadata
+    from onegraph.runtime import Session
+
+    m = onnx.load(penguins_onnx)
+    prop = next(p for p in m.metadata_props if p.key == meta.PREFIX + "inputs")
+    entries = json.loads(prop.value)
+    entries[next(i for i, e in enumerate(entries) if e["name"] == "island")] = entry
+    prop.value = json.dumps(entries)
+    [finding] = [f for f in static_findings(m) if f.code == "C601"]
+    assert finding.severity == "error" and re.search(message, finding.message)
+    assert [e.key for e in read_metadata(m).errors] == [meta.PREFIX + "inputs"]
+    with pytest.raises(ModelFileError, match=message):
+        Session(m.SerializeToString())
+    assert not [f for f in static_findings(onnx.load(penguins_onnx)) if f.code == "C601"]  # as built: clean
 
 
 def test_an_input_no_feed_fits_is_warned_about_and_refused_before_allocating():

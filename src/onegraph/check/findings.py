@@ -84,7 +84,8 @@ CODES: dict[str, tuple[str, str, str]] = {
     "C502": ("shape-inference", ERROR, "ONNX shape inference rejects the model"),
     "C503": ("runtime-refused", ERROR, "onnxruntime refuses to open the model"),
     # what the other commands read beside the graph
-    "C601": ("metadata-invalid", ERROR, "an org.onegraph.* metadata value the schema refuses (the key is named): "
+    "C601": ("metadata-invalid", ERROR, "an org.onegraph.* metadata value the schema refuses, or that names "
+                                        "inputs, outputs or types the graph does not have (the key is named): "
                                         "the commands that read it refuse the model"),
     "C602": ("input-too-large", WARNING, "a graph input whose fixed dims need more than the memory limit in any "
                                          "feed: no feed can be generated or scored"),

@@ -67,7 +67,8 @@ from onegraph.errors import MetadataError
 __all__ = ["PREFIX", "SCHEMA_VERSION", "STANDARD_KEYS", "OutputSchema", "TrainingData", "Lineage",
            "TransferLearning", "PrecisionRegion", "Precision", "ComposedModel", "EnsembleSchema",
            "SequenceSchema", "SequenceSpec", "FederatedRound", "Federated", "ModelMetadata", "FIELDS",
-           "MAX_DEPTH", "validate", "encode", "decode", "Metadata", "read", "now_rfc3339"]
+           "MAX_DEPTH", "validate", "encode", "decode", "Metadata", "read", "against_graph", "input_problems",
+           "now_rfc3339"]
 
 PREFIX = "org.onegraph."
 SCHEMA_VERSION = 2
@@ -508,6 +509,60 @@ def read(props: Mapping[str, str], only: Sequence[str] | None = None) -> Metadat
         notes.append(f"written with metadata schema version {version}; this onegraph knows {SCHEMA_VERSION} "
                      "(fields it does not know are kept as text)")
     return Metadata(fields, others, invalid, errors, notes)
+
+
+#: the ``onnx_type`` of an input entry for each ONNX element type (``TensorProto`` numbers: DOUBLE, FLOAT,
+#: INT64, BOOL, STRING), and the kinds each can carry (the table of :mod:`onegraph.contract.columns`)
+_ONNX_TYPES = {11: "double", 1: "float", 7: "int64", 9: "bool", 8: "string"}
+_KINDS_OF = {"double": {"float", "bool"}, "float": {"float"}, "int64": {"int", "datetime", "timedelta"},
+             "bool": {"bool"}, "string": {"string"}}
+
+
+def input_problems(entries: Sequence[Mapping[str, Any]], graph_inputs: Mapping[str, str | None]) -> list[str]:
+    """What the decoded ``inputs`` entries say that the graph contradicts, given its inputs as name ->
+    element type (``double``, ``string``... as ``onnx_type`` spells them; None when not a tensor of those):
+    an entry naming an input the graph does not have, an ``onnx_type`` that is not the input's, a ``kind``
+    its ``onnx_type`` cannot carry (a ``float`` kind on a string input would feed text as numbers)."""
+    absent = [e["name"] for e in entries if e["name"] not in graph_inputs]
+    if absent:
+        return [f"names inputs the graph does not have: {absent[:5]}"]
+    for e in entries:
+        kind, onnx_type, actual = e.get("kind"), e.get("onnx_type"), graph_inputs[e["name"]]
+        if actual is not None and onnx_type != actual:
+            return [f"entry {e['name']!r} says onnx_type {onnx_type!r} but the graph input is {actual}"]
+        if kind not in _KINDS_OF.get(onnx_type, {kind}):
+            return [f"entry {e['name']!r}: kind {kind!r} cannot be fed as onnx_type {onnx_type!r} (it takes "
+                    f"{' or '.join(sorted(_KINDS_OF[onnx_type]))})"]
+    return []
+
+
+def against_graph(graph: Any, fields: Mapping[str, Any]) -> list[MetadataError]:
+    """What the decoded ``fields`` (of :func:`read`) say of ``graph`` (an ``onnx.GraphProto``) that it
+    contradicts: ``inputs`` (see :func:`input_problems`), ``outputs`` entries naming outputs it does not have,
+    ``transfer_learning`` parameters naming no initializer, ``precision`` regions naming no node. One
+    :class:`MetadataError` per key at fault, naming it."""
+    problems = []
+
+    def missing(key: str, names: Sequence[str], have: set[str], what: str) -> None:
+        absent = [n for n in names if n not in have]
+        if absent:
+            problems.append(MetadataError(PREFIX + key, f"names {what} the graph does not have: {absent[:5]}"))
+
+    if isinstance(fields.get("inputs"), list):
+        types = {i.name: _ONNX_TYPES.get(i.type.tensor_type.elem_type) if i.type.HasField("tensor_type") else None
+                 for i in graph.input}
+        problems += [MetadataError(PREFIX + "inputs", p) for p in input_problems(fields["inputs"], types)]
+    if isinstance(fields.get("outputs"), list):
+        missing("outputs", [o["name"] for o in fields["outputs"]], {o.name for o in graph.output}, "outputs")
+    initializers = {t.name for t in graph.initializer}
+    tl = fields.get("transfer_learning")
+    if isinstance(tl, dict):
+        missing("transfer_learning", [*tl.get("frozen", []), *tl.get("trainable", [])], initializers, "initializers")
+    precision = fields.get("precision")
+    if isinstance(precision, dict):
+        nodes = {n.name for n in graph.node}
+        missing("precision", [n for r in precision.get("regions", []) for n in r["nodes"]], nodes, "nodes")
+    return problems
 
 
 def now_rfc3339() -> str:

@@ -20,6 +20,7 @@ from onegraph.contract.metadata import (
     SCHEMA_VERSION,
     STANDARD_KEYS,
     Metadata,
+    against_graph,
     encode,
     read,
     validate,
@@ -46,32 +47,8 @@ def read_metadata(model: Any, *, trusted: bool = False) -> Metadata:
 
     proto = load_model(model, trusted=trusted)
     found = read({p.key: p.value for p in proto.metadata_props})
-    found.errors.extend(_against_graph(proto, found.fields))
+    found.errors.extend(against_graph(proto.graph, found.fields))
     return found
-
-
-def _against_graph(proto: onnx.ModelProto, fields: Mapping[str, Any]) -> list[MetadataError]:
-    g = proto.graph
-    problems = []
-
-    def missing(key: str, names: Iterable[str], have: set[str], what: str) -> None:
-        absent = [n for n in names if n not in have]
-        if absent:
-            problems.append(MetadataError(PREFIX + key, f"names {what} the graph does not have: {absent[:5]}"))
-
-    if isinstance(fields.get("inputs"), list):
-        missing("inputs", [c["name"] for c in fields["inputs"]], {i.name for i in g.input}, "inputs")
-    if isinstance(fields.get("outputs"), list):
-        missing("outputs", [o["name"] for o in fields["outputs"]], {o.name for o in g.output}, "outputs")
-    initializers = {t.name for t in g.initializer}
-    tl = fields.get("transfer_learning")
-    if isinstance(tl, dict):
-        missing("transfer_learning", [*tl.get("frozen", []), *tl.get("trainable", [])], initializers, "initializers")
-    precision = fields.get("precision")
-    if isinstance(precision, dict):
-        nodes = {n.name for n in g.node}
-        missing("precision", [n for r in precision.get("regions", []) for n in r["nodes"]], nodes, "nodes")
-    return problems
 
 
 def set_metadata(model: Any, updates: Mapping[str, Any] | None = None, *, remove: Iterable[str] = (),

@@ -90,6 +90,13 @@ class Session:
                                 only=("inputs", "outputs", "sequence"))
         ort_inputs = self._session.get_inputs()
         if "inputs" in fields:
+            # ORT's types: "tensor(double)" -> "double" (the entries' spelling)
+            problems = meta.input_problems(fields["inputs"], {i.name: i.type[7:-1] if i.type.startswith("tensor(")
+                                                              else None for i in ort_inputs})
+            if problems:
+                raise ModelFileError(f"the model's metadata (org.onegraph.inputs) {problems[0]}",
+                                     hint="check it with `onegraph check`; rebuild it, or fix it with `onegraph meta "
+                                     "set`")
             self.inputs = [ColumnSpec.from_dict(d) for d in fields["inputs"]]
         else:
             self.inputs = [_spec_from_ort(i) for i in ort_inputs]

@@ -26,7 +26,9 @@ SCORING_KEYS = frozenset({"inputs", "outputs", "sequence", "media"})
 
 
 def check_metadata(model: onnx.ModelProto) -> Iterator[Finding]:
-    """C601 for each ``org.onegraph.*`` key whose value the metadata schema refuses, naming the key."""
+    """C601 for each ``org.onegraph.*`` key whose value the metadata schema refuses, or that contradicts the
+    graph (:func:`onegraph.contract.metadata.against_graph`: an input it does not have, a type it does not
+    take), naming the key."""
     props = list(model.metadata_props)
     if not any(isinstance(p.key, str) and p.key.startswith(PREFIX) for p in props):
         return
@@ -34,7 +36,7 @@ def check_metadata(model: onnx.ModelProto) -> Iterator[Finding]:
 
     where = {p.key: i for i, p in enumerate(props)}
     found = meta.read({p.key: p.value for p in props})
-    for error in found.errors:
+    for error in [*found.errors, *meta.against_graph(model.graph, found.fields)]:
         key = error.key
         name = key.removeprefix(meta.PREFIX)
         effect = ("`score` cannot use the model" if name in SCORING_KEYS else
