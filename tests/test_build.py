@@ -316,3 +316,34 @@ def test_function_transformer_weights_and_skl2onnx_float_fallback(penguins):
         fitted = step.fit(frame)
         got = onegraph.score(onegraph.build(fitted, None, frame), frame)
         np.testing.assert_allclose(got.to_numpy(float), fitted.transform(frame), rtol=1e-6)
+
+
+@pytest.mark.parametrize("func", [np.square, np.log10, np.log2, np.exp2, np.floor, np.ceil, np.rint, np.round,
+                                  np.sign, np.reciprocal, np.fabs, np.positive],
+                         ids=lambda f: f.__name__)
+def test_function_transformer_numpy_functions_equal_numpy(penguins, func):
+    """Each numpy function of one array the graph has an operator for gives numpy's values on the penguins'
+    measures (negative, zero, halves, NaN rows added); was refused as "arbitrary Python" but for nine."""
+    from sklearn.preprocessing import FunctionTransformer
+
+    frame = penguins[PENGUIN_NUMERIC].iloc[:40] / (100.0 if func is np.exp2 else 1.0)
+    frame = pd.concat([frame, -frame.iloc[:5] * 0.37, frame.iloc[:3] * 0, frame.iloc[:3].round() + 0.5],
+                      ignore_index=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ft = FunctionTransformer(func).fit(frame)
+        expected = ft.transform(frame).to_numpy(np.float64)
+        got = onegraph.score(onegraph.build(ft, None, frame), frame).to_numpy(np.float64)
+    # log10 / log2 are ln(x) / ln(b): within 2 ulps of numpy's (the rest are exact)
+    np.testing.assert_allclose(got, expected, rtol=4.5e-16, atol=0, equal_nan=True)
+
+
+def test_function_transformer_refusals_name_what_can_be_exported(penguins):
+    from sklearn.preprocessing import FunctionTransformer
+
+    frame = penguins[PENGUIN_NUMERIC].dropna()
+    for ft, said in ((FunctionTransformer(np.cbrt), "uses np.cbrt, which onegraph has no graph for"),
+                     (FunctionTransformer(lambda x: x + 1), "runs arbitrary Python"),
+                     (FunctionTransformer(np.round, kw_args={"decimals": 2}), "with kw_args cannot be exported")):
+        with pytest.raises(ExportError, match=said) as caught:
+            onegraph.build(ft.fit(frame), None, frame)
+        assert "np.log10" in str(caught.value) and "np.square" in str(caught.value)

@@ -130,8 +130,19 @@ def _names_out(container: Any, cols: list[Col], out: list[Col]) -> list[str]:
         return [c.name for c in out]
 
 
-_UFUNCS = {np.log: "Log", np.exp: "Exp", np.sqrt: "Sqrt", np.abs: "Abs", np.absolute: "Abs",
-           np.negative: "Neg", np.tanh: "Tanh", np.sin: "Sin", np.cos: "Cos"}
+#: numpy functions of one array with an ONNX operator that onnxruntime runs in double, giving numpy's values
+#: (``Round`` rounds half to even, as ``np.rint`` / ``np.round``; ``Sign`` keeps NaN, as ``np.sign``)
+_UFUNCS = {np.log: "Log", np.exp: "Exp", np.sqrt: "Sqrt", np.abs: "Abs", np.fabs: "Abs", np.negative: "Neg",
+           np.tanh: "Tanh", np.sin: "Sin", np.cos: "Cos", np.floor: "Floor", np.ceil: "Ceil", np.rint: "Round",
+           np.round: "Round", np.sign: "Sign", np.reciprocal: "Reciprocal"}
+#: the same through a constant: log base b as ln(x) / ln(b) (within an ulp of numpy's), 2**x as Pow
+_SCALED_LOGS = {np.log2: np.log(2.0), np.log10: np.log(10.0)}
+
+
+def _function_names() -> str:
+    names = {getattr(f, "__name__", str(f)) for f in [*_UFUNCS, *_SCALED_LOGS, np.log1p, np.expm1, np.square,
+                                                      np.exp2, np.positive]}
+    return ", ".join(f"np.{n}" for n in sorted(names))
 
 
 @register_emitter(sklearn.preprocessing.FunctionTransformer)
@@ -140,8 +151,11 @@ def emit_function_transformer(ft: Any, g: GraphBuilder, cols: list[Col]) -> list
     func = ft.func
     if func is None:
         return list(cols)
+    shown = getattr(func, "__name__", func)
     if ft.kw_args:
-        raise ExportError(f"FunctionTransformer({getattr(func, '__name__', func)}) with kw_args cannot be exported")
+        raise ExportError(f"FunctionTransformer({shown}) with kw_args cannot be exported",
+                          hint="use a function of the array alone (one of " + _function_names() + "), or an "
+                          "onegraph transformer")
     x = g.matrix(cols, DOUBLE)
     if func is np.log1p:
         y = log1p(g, x)
@@ -149,11 +163,21 @@ def emit_function_transformer(ft: Any, g: GraphBuilder, cols: list[Col]) -> list
         y = expm1(g, x)
     elif func in _UFUNCS:
         y = g.op(_UFUNCS[func], x, dtype=DOUBLE)
+    elif func in _SCALED_LOGS:
+        y = g.op("Div", g.op("Log", x, dtype=DOUBLE), g.const(np.float64(_SCALED_LOGS[func]), "log_base"),
+                 dtype=DOUBLE)
+    elif func is np.square:
+        y = g.op("Mul", x, x, dtype=DOUBLE)
+    elif func is np.exp2:
+        y = g.op("Pow", g.const(np.float64(2.0), "two"), x, dtype=DOUBLE)
+    elif func is np.positive:
+        y = x
     else:
-        raise ExportError(f"FunctionTransformer({getattr(func, '__name__', func)}) runs arbitrary Python, "
-                          "which has no graph equivalent",
-                          hint="use a numpy ufunc (np.log1p, np.log, np.exp, np.sqrt, np.abs) or an onegraph "
-                               "transformer (e.g. LogTransformer)")
+        known = isinstance(func, np.ufunc) or getattr(func, "__module__", "").startswith("numpy")
+        raise ExportError(f"FunctionTransformer({shown}) " + (f"uses np.{shown}, which onegraph has no graph for"
+                                                               if known else "runs arbitrary Python, which has no "
+                                                               "graph equivalent"),
+                          hint=f"use one of {_function_names()}, or an onegraph transformer (e.g. LogTransformer)")
     names = [c.name for c in cols]
     try:
         names = [str(n) for n in ft.get_feature_names_out(names)]
