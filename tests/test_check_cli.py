@@ -75,3 +75,5 @@ def test_score_and_show_refuse_a_malformed_model_in_one_line(cli, tmp_path):
     assert result.stderr.count("\n") == 1 and "C301" in result.stderr and "Traceback" not in result.stderr
     result = cli("show", str(CORPUS / "truncated.onnx"))
     assert result.returncode == 1 and "is not a valid ONNX model" in result.stderr
+    # not a model at all: --trusted would not help, so the hint does not offer it
+    assert "complete .onnx file" in result.stderr and "--trusted" not in result.stderr

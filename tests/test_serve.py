@@ -224,6 +224,8 @@ BAD = [  # (method, path, body, headers, status, words the one-line error holds)
                                                     ).encode(), {}, 400, ["'sex'", "missing"]),
     ("POST", PREDICT.format("nope"), json.dumps({"instances": [ROW]}).encode(), {}, 404, ["'nope'", "penguins"]),
     ("POST", PREDICT.format("penguins"), b"a,b\n1,2\n", {"content-type": "text/csv"}, 400, ["'island'"]),
+    ("POST", PREDICT.format("penguins"), b'island,"x\n1', {"content-type": "text/csv"}, 400,
+     ["cannot read the CSV body: ", "EOF inside string", "valid CSV"]),  # was "cannot read data file the CSV body"
     ("POST", PREDICT.format("penguins"), b"\x00\x01", {"content-type": "application/vnd.apache.arrow.stream"}, 400,
      ["Arrow"]),
     ("POST", PREDICT.format("penguins"), b"<rows/>", {"content-type": "application/xml"}, 415, ["application/xml"]),

@@ -60,8 +60,12 @@ class UnsafeModelError(ModelFileError):
         else:
             message = f"{label} was not opened: {first}{more}"
         target = label.removeprefix("model file ") if label != "the model bytes" else "MODEL"
-        super().__init__(message, hint=f"`onegraph check {target}` prints every finding; pass trusted=True "
-                         "(command line: --trusted) only for files you trust")
+        if first.code in ("C001", "C002"):  # not a model at all: trusting it would not help
+            hint = "check that the file is a complete .onnx file (a truncated copy or another format)"
+        else:
+            hint = (f"`onegraph check {target}` prints every finding; pass trusted=True (command line: --trusted) "
+                    "only for files you trust")
+        super().__init__(message, hint=hint)
         self.findings = findings
         self.report = report
 

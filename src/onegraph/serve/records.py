@@ -93,7 +93,8 @@ def _read_csv(body: bytes, specs: list) -> Any:
         try:
             return read_table(path, specs=specs)
         except DataError as exc:
-            raise ProtocolError(" ".join(str(exc).replace(path, "the CSV body").split())) from None
+            said = str(exc).replace(f"data file {path}", "the CSV body").replace(path, "the CSV body")
+            raise ProtocolError(" ".join(said.replace("a valid CSV or Parquet file", "valid CSV").split())) from None
 
 
 def write_rows(rows: Any, kind: str) -> bytes:
