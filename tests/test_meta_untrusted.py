@@ -86,8 +86,8 @@ def test_check_flags_every_metadata_key_the_readers_refuse():
 @pytest.mark.parametrize("entry, message", [
     ({"name": "X", "kind": "float", "onnx_type": "double"}, r"names inputs the graph does not have: \['X'\]"),
     ({"name": "island", "kind": "float", "onnx_type": "string"}, "kind 'float' cannot be fed as onnx_type 'string'"),
-    ({"name": "island", "kind": "float", "onnx_type": "double"}, "says onnx_type 'double' but the graph input is "
-                                                                 "string"),
+    ({"name": "island", "kind": "float", "onnx_type": "double"},
+     "says onnx_type 'double' but the graph input is string"),
 ], ids=["renamed", "kind", "type"])
 def test_inputs_that_contradict_the_graph_are_found_by_check_meta_and_score(penguins_onnx, entry, message):
     """The user's report: an ``inputs`` entry renamed (or retyped) by hand passed ``onegraph check`` as clean,
