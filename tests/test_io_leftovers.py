@@ -134,6 +134,87 @@ def _model_commands(model, data):
     ]
 
 
+def _commands():
+    """(command words, click command) of every command of the command line."""
+    import typer.main
+
+    from onegraph.cli import load_commands
+
+    def walk(command, words=()):
+        if hasattr(command, "commands"):
+            for name, sub in command.commands.items():
+                yield from walk(sub, (*words, name))
+        else:
+            yield words, command
+
+    return list(walk(typer.main.get_command(load_commands())))
+
+
+def test_every_command_that_writes_is_guarded_at_the_boundary():
+    """The promise lives in one place: each command with an ``-o/--output`` goes through
+    :func:`onegraph.cli.base.writes`, which checks the output against the command's inputs and its kind."""
+    writing = {" ".join(words): getattr(c.callback, "writes", None) for words, c in _commands()
+               if "output" in [p.name for p in c.params]}
+    assert writing and all(writing.values()), writing
+    assert set(writing) == {" ".join(args[:2] if args[0] in GROUPS else args[:1]) for args in _in_place("M", "D")}
+
+
+GROUPS = {"functions", "meta", "stats", "fed"}
+
+
+def _in_place(model: str, data: str, delta: str = "X") -> list[list[str]]:
+    """Per command that writes: a command line whose output is one of its inputs (``model``, ``data``,
+    ``delta``), marked ``@``."""
+    return [
+        ["quickstart", "-o", "@" + data],
+        ["build", data, "--target", "species", "-o", "@" + data],
+        ["score", model, data, "-o", "@" + data],
+        ["fuse", model, "-o", "@" + model],
+        ["convert", model, "--opset", "18", "-o", "@" + model],
+        ["compose", model, model, "--name", "a", "--name", "b", "-o", "@" + model],
+        ["functions", "group", model, "--by", "scope", "-o", "@" + model],
+        ["functions", "inline", model, "-o", "@" + model],
+        ["meta", "set", model, "description=x", "-o", "@" + model],
+        ["stats", "calibrate", model, "--data", data, "-o", "@" + model],
+        ["stats", "recover", model, "-o", "@" + model],
+        ["stats", "strip", model, "-o", "@" + model],
+        ["fed", "params", model, "--select", "x", "-o", "@" + model],
+        ["fed", "delta", model, delta, "--samples", "5", "-o", "@" + delta],
+        ["fed", "apply", model, delta, "-o", "@" + delta],
+        ["fed", "average", model, delta, "-o", "@" + model],
+    ]
+
+
+def test_no_command_writes_over_one_of_its_inputs(cli, penguins_onnx, penguins, tmp_path):
+    """The user's report: ``fed apply BASE D -o D`` replaced the delta D with a model, ``fed delta L B -o L``
+    the model L with a delta, ``meta set M -o M`` and ``fed params M -o M`` changed M (the other commands
+    refused it). Now every command refuses, in one line, before reading anything; the file is unchanged.
+    (quickstart's -o is compared with nothing it reads: the bundled table is not a file given to it.)"""
+    model, data, delta = tmp_path / "m.onnx", tmp_path / "rows.csv", tmp_path / "d.safetensors"
+    model.write_bytes(penguins_onnx.read_bytes())
+    penguins.to_csv(data, index=False)
+    delta.write_bytes(b"not read: refused before")
+    before = {p: p.read_bytes() for p in (model, data, delta)}
+    for args in _in_place(str(model), str(data), str(delta))[1:]:
+        result = cli(*[a.lstrip("@") for a in args])
+        target = next(a for a in args if a.startswith("@")).lstrip("@")
+        assert result.returncode == 1, (args, result.stdout, result.stderr)
+        said = (f"error: cannot write {target}: it is the input {target}, which would be replaced. write the "
+                "output to another file")
+        assert result.stderr.strip().startswith(said) and result.stderr.count("\n") == 1, (args, result.stderr)
+        assert {p: p.read_bytes() for p in before} == before, args
+
+
+def test_a_delta_is_not_written_under_a_model_name_nor_a_model_under_a_delta_name(cli, penguins_onnx, tmp_path):
+    result = cli("fed", "delta", str(penguins_onnx), str(penguins_onnx), "--samples", "5", "-o",
+                 str(tmp_path / "d.onnx"))
+    assert result.returncode == 1 and "cannot write a delta to" in result.stderr and ".safetensors" in result.stderr
+    result = cli("fed", "apply", str(penguins_onnx), str(tmp_path / "d.safetensors"), "-o",
+                 str(tmp_path / "m.safetensors"))
+    assert result.returncode == 1 and "names a delta file" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("where,message", [
     ("model.csv", "names a table file"),
     ("/proc/onegraph-test/model.onnx", "does not exist"),

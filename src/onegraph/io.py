@@ -142,29 +142,37 @@ TABLE_SUFFIXES = frozenset({".csv", ".tsv", ".parquet", ".pq", ".json", ".jsonl"
                             ".xlsx", ".xls"})
 
 
-def check_output_path(path: str | os.PathLike, *, model: bool = False, probe: bool = True,
+def check_output_path(path: str | os.PathLike, *, model: bool = False, delta: bool = False, probe: bool = True,
                       inputs: Sequence[str | os.PathLike | None] = ()) -> tuple[Path, Path]:
     """The file and folder ``path`` names, or :class:`OnegraphError` if no file can be written there
     (empty, a folder, a missing folder, a folder where no file can be created — probed by creating and removing
     a temporary file, as the atomic write will). Commands call it before long work, not only when writing.
 
     ``model``: the file will hold an ONNX model, so a table's suffix (``.csv``, ``.parquet``...,
-    :data:`TABLE_SUFFIXES`) is refused. ``probe=False`` skips the temporary file (the atomic write itself).
-    ``inputs``: the files the command reads; writing over one of them is refused (an input is never replaced).
+    :data:`TABLE_SUFFIXES`) or a delta's (``.safetensors``) is refused; ``delta``: it will hold a federated
+    delta (safetensors), so ``.onnx`` and a table's suffix are refused. ``probe=False`` skips the temporary
+    file (the atomic write itself). ``inputs``: the files the command reads; writing over one of them is
+    refused (an input is never replaced).
     """
     if not str(path).strip():
         raise OnegraphError("no output path given", hint="give a file name, e.g. -o model.onnx")
     target = Path(path)
     if target.is_dir() or str(path).endswith(os.sep):
         raise OnegraphError(f"cannot write {target}: it is a folder", hint="give a file name inside it")
-    if model and target.suffix.lower() in TABLE_SUFFIXES:
-        stem = target.stem if target.stem.lower().endswith(".onnx") else f"{target.stem}.onnx"
-        raise OnegraphError(f"cannot write a model to {target}: {target.suffix} names a table file, and the model "
-                            "is ONNX", hint=f"give a .onnx name, e.g. {stem}")
     for given in inputs:
         if given is not None and _same_file(target, Path(given)):
             raise OnegraphError(f"cannot write {target}: it is the input {given}, which would be replaced",
                                 hint="write the output to another file")
+    suffix = target.suffix.lower()
+    if model and (suffix in TABLE_SUFFIXES or suffix == ".safetensors"):
+        stem = target.stem if target.stem.lower().endswith(".onnx") else f"{target.stem}.onnx"
+        what = "a table file" if suffix in TABLE_SUFFIXES else "a delta file"
+        raise OnegraphError(f"cannot write a model to {target}: {target.suffix} names {what}, and the model "
+                            "is ONNX", hint=f"give a .onnx name, e.g. {stem}")
+    if delta and (suffix in TABLE_SUFFIXES or suffix == ".onnx"):
+        raise OnegraphError(f"cannot write a delta to {target}: {target.suffix} names "
+                            f"{'a table' if suffix in TABLE_SUFFIXES else 'a model'} file, and a delta is safetensors",
+                            hint=f"give a .safetensors name, e.g. {target.stem}.safetensors")
     folder = target.parent if str(target.parent) else Path(".")
     if not folder.is_dir():
         raise OnegraphError(f"cannot write {target}: folder {folder} does not exist",

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
 
-__all__ = ["Options"]
+__all__ = ["Options", "writes"]
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Turn a DataFrame pipeline into one verified ONNX graph, and run it.")
@@ -30,3 +35,31 @@ options = Options()
 @app.callback()
 def _global(debug: bool = typer.Option(False, "--debug", help="Print the traceback of an error too.")) -> None:
     options.debug = debug
+
+
+def writes(kind: str) -> Callable[[Callable], Callable]:
+    """Decorate a command whose ``output`` parameter names the file it writes (``kind``: ``"model"``,
+    ``"delta"`` or ``"table"``): before the command runs, :func:`onegraph.io.check_output_path` refuses an
+    output that is a folder, in a missing or unwritable folder, named with another kind's suffix (a model to
+    ``.csv``, a delta to ``.onnx``) or *one of the command's inputs* — every other ``Path`` argument, so no
+    command can replace what it reads. Every command with an ``output`` parameter is decorated
+    (``tests/test_io_leftovers.py`` checks it over all of them)."""
+    def decorate(command: Callable) -> Callable:
+        signature = inspect.signature(command)
+
+        @functools.wraps(command)  # typer reads the parameters through __wrapped__
+        def checked(*args: Any, **kwargs: Any) -> Any:
+            given = signature.bind(*args, **kwargs).arguments
+            output = given.get("output")
+            if output is not None:
+                from onegraph.io import check_output_path
+
+                inputs = [v for name, value in given.items() if name != "output"
+                          for v in (value if isinstance(value, (list, tuple)) else [value]) if isinstance(v, Path)]
+                check_output_path(output, model=kind == "model", delta=kind == "delta", inputs=inputs)
+            return command(*args, **kwargs)
+
+        checked.writes = kind
+        return checked
+
+    return decorate

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Optional
 import numpy as np
 import typer
 
-from onegraph.cli.base import app, err, out
+from onegraph.cli.base import app, err, out, writes
 from onegraph.errors import OnegraphError
 
 __all__ = ["ensemble_options", "build_several", "compose"]
@@ -127,6 +127,7 @@ def build_several(plan: Any, names: list[str], task: str, seed: int, split: tupl
 
 
 @app.command()
+@writes("model")
 def compose(
     models: Annotated[list[Path], typer.Argument(help="ONNX models, in order (a preprocessing before the models it "
                                                       "feeds).")],
@@ -143,9 +144,8 @@ def compose(
     that take its feature matrix, outputs named <model>.<output>, optionally an ensemble."""
     from onegraph.export import Ensemble
     from onegraph.export.merge import compose_models, plan
-    from onegraph.io import check_output_path, read_table
+    from onegraph.io import read_table
 
-    check_output_path(output, model=True, inputs=[*models, check])  # before the models are read and merged
     ens = None
     checked = ensemble_options(ensemble, weights, len([p for p in plan(models, name) if not p.internal]))
     if ensemble:

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from onegraph.cli.base import app, err, out
+from onegraph.cli.base import app, err, out, writes
 from onegraph.errors import ConversionError, OnegraphError
 
 __all__ = ["convert", "compare"]
@@ -21,6 +21,7 @@ def _print(report, as_json: bool) -> None:
 
 
 @app.command()
+@writes("model")
 def convert(
     model: Annotated[Path, typer.Argument(help="The ONNX model to convert (never modified).")],
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the converted model.")],
@@ -55,9 +56,6 @@ def convert(
     if len(chosen) != 1:
         raise OnegraphError("give exactly one of --opset N, --fp16, --bf16" +
                             (f" (got {', '.join(chosen)})" if chosen else ""))
-    from onegraph.io import check_output_path
-
-    check_output_path(output, model=True, inputs=[model, data])  # before the conversion and its verification run
     try:
         if opset is not None:
             _, report = convert_opset(model, opset, data=data, rows=rows, accept_diff=accept_diff,

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from onegraph.cli.base import app, err, out
+from onegraph.cli.base import app, err, out, writes
 from onegraph.errors import OnegraphError
 
 __all__ = ["quickstart", "build", "score", "show"]
@@ -17,6 +17,7 @@ __all__ = ["quickstart", "build", "score", "show"]
 
 # -- quickstart -----------------------------------------------------------------------------------
 @app.command()
+@writes("model")
 def quickstart(
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the model.")] = Path("penguins.onnx"),
 ) -> None:
@@ -79,6 +80,7 @@ def _best_time(fn, seconds: float = 0.3) -> float:
 
 # -- build ----------------------------------------------------------------------------------------
 @app.command()
+@writes("model")
 def build(
     data: Annotated[Path, typer.Argument(help="Training data: a CSV or Parquet file.")],
     target: Annotated[str, typer.Option("--target", "-t", help="Column to predict.")],
@@ -98,10 +100,8 @@ def build(
 
     import onegraph
     from onegraph.export import auto
-    from onegraph.io import check_output_path, read_table
-
-    check_output_path(output, model=True, inputs=[data])
     from onegraph.cli.compose import ensemble_options
+    from onegraph.io import read_table
 
     ensemble_options(ensemble, weights, len([m for m in model or [] if m != "auto"]) or 1)
     if not 0 < test_size < 1:
@@ -157,6 +157,7 @@ def build(
 
 # -- score ----------------------------------------------------------------------------------------
 @app.command()
+@writes("table")
 def score(
     model: Annotated[Path, typer.Argument(help="A model built by onegraph (.onnx).")],
     data: Annotated[Path, typer.Argument(help="Rows to score: a CSV or Parquet file (a folder of images / WAV "
@@ -181,10 +182,9 @@ def score(
         rate = rows / elapsed if elapsed > 0 else float("inf")
         out.print(f"wrote {output}: {rows} rows, columns {', '.join(columns)} ({rate:,.0f} rows/s on {spark})")
         return
-    from onegraph.io import check_output_path, read_table, table_format, write_table
+    from onegraph.io import read_table, table_format, write_table
     from onegraph.runtime import cached_session
 
-    check_output_path(output, inputs=[model, data])
     table_format(output)  # a name no table can be written to is refused before the scoring
     session = cached_session(model, trusted=trusted)
     if data.is_dir() or not session.inputs:  # a folder of images / audio files, or a model taking them

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from onegraph.cli.base import app, out
+from onegraph.cli.base import app, out, writes
 
 __all__ = ["params", "delta", "apply", "average"]
 
@@ -39,6 +39,7 @@ def _count(n: int, noun: str) -> str:
 
 
 @fed_app.command("params")
+@writes("model")
 def params(
     model: Annotated[Path, typer.Argument(help="An ONNX model.")],
     select: _Select = None,
@@ -76,6 +77,7 @@ def params(
 
 
 @fed_app.command("delta")
+@writes("delta")
 def delta(
     local: Annotated[Path, typer.Argument(help="The locally trained model.")],
     base: Annotated[Path, typer.Argument(help="The model the client started from (never changed).")],
@@ -102,6 +104,7 @@ def delta(
 
 
 @fed_app.command("apply")
+@writes("model")
 def apply(base: _Base, deltas: _Deltas, output: _Out, memory_mb: _Memory = 64, trusted: _Trusted = False) -> None:
     """Write BASE plus the sum of the deltas (one delta gives the client's local model back)."""
     from onegraph.federated import apply_deltas
@@ -111,6 +114,7 @@ def apply(base: _Base, deltas: _Deltas, output: _Out, memory_mb: _Memory = 64, t
 
 
 @fed_app.command("average")
+@writes("model")
 def average(
     base: _Base,
     deltas: _Deltas,

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from onegraph.cli.base import app, err, out
+from onegraph.cli.base import app, err, out, writes
 from onegraph.errors import OnegraphError
 
 __all__ = ["list_", "group", "inline_", "fuse"]
@@ -24,9 +24,8 @@ def _transform(model: Path, output: Path, change: Callable) -> object:
     """Load ``model``, apply ``change(ir_model)``, check the result and write it atomically to ``output``."""
     from onegraph.check import irsafe, native
     from onegraph.check.loader import load_ir
-    from onegraph.io import check_output_path, save_model
+    from onegraph.io import save_model
 
-    check_output_path(output, model=True, inputs=[model])
     ir_model = load_ir(model)
     result = change(ir_model)
     proto = irsafe.to_proto(ir_model, f"the result of {model}")
@@ -76,6 +75,7 @@ def list_(
 
 
 @functions_app.command()
+@writes("model")
 def group(
     model: ModelArg,
     output: OutputOpt,
@@ -144,6 +144,7 @@ def group(
 
 
 @functions_app.command("inline")
+@writes("model")
 def inline_(
     model: ModelArg,
     output: OutputOpt,
@@ -162,6 +163,7 @@ def inline_(
 
 
 @app.command()
+@writes("model")
 def fuse(
     model: ModelArg,
     output: OutputOpt,

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from onegraph.cli.base import app, out
+from onegraph.cli.base import app, out, writes
 from onegraph.errors import OnegraphError
 
 __all__ = ["show", "set_", "validate", "diff"]
@@ -49,6 +49,7 @@ def show(model: _Model, as_json: _Json = False, trusted: _Trusted = False) -> No
 
 
 @meta_app.command("set")
+@writes("model")
 def set_(
     model: _Model,
     assignments: Annotated[Optional[list[str]], typer.Argument(

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Optional
 import typer
 from typer.core import TyperGroup
 
-from onegraph.cli.base import app, err, out
+from onegraph.cli.base import app, err, out, writes
 from onegraph.errors import OnegraphError
 
 __all__ = ["calibrate", "show", "recover", "strip"]
@@ -46,6 +46,7 @@ app.add_typer(stats_app, name="stats")
 
 
 @stats_app.command("calibrate")
+@writes("model")
 def calibrate(
     model: Annotated[Path, typer.Argument(help="An ONNX model.")],
     data: Annotated[Path, typer.Option("--data", "-d", help="Calibration data: CSV / Parquet (models built by "
@@ -70,12 +71,11 @@ def calibrate(
 ) -> None:
     """Run MODEL over DATA in onnxruntime, write every float tensor's statistics and quantization
     parameters into a copy of the model (-o), print the widest ranges, NaN/inf and outlier-heavy tensors."""
-    from onegraph.io import check_output_path, save_model
+    from onegraph.io import save_model
     from onegraph.stats.calibrate import annotate_model
     from onegraph.stats.qparams import check_options
     from onegraph.stats.report import summary_tables, write_html
 
-    check_output_path(output, model=True, inputs=[model, data])  # before the calibration runs, not after
     if report is not None and report.exists() and not report.is_dir():
         raise OnegraphError(f"--report {report} is a file", hint="give a folder for the HTML report")
     check_options(None if quant_type == "none" else quant_type, method)
@@ -118,6 +118,7 @@ def show(
 
 
 @stats_app.command("recover")
+@writes("model")
 def recover(
     model: Annotated[Path, typer.Argument(help="A quantized model (QuantizeLinear/DequantizeLinear or QLinear*).")],
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the annotated model (.onnx).")],
@@ -131,6 +132,7 @@ def recover(
 
 
 @stats_app.command("strip")
+@writes("model")
 def strip(
     model: Annotated[Path, typer.Argument(help="An ONNX model.")],
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the lean model (.onnx).")],
@@ -145,9 +147,8 @@ def strip(
 
 def _rewritten(model: Path, output: Path, rewrite: Any) -> Any:
     """``rewrite(model)`` written to ``output`` (checked writable first, written atomically); MODEL is kept."""
-    from onegraph.io import check_output_path, save_model
+    from onegraph.io import save_model
 
-    check_output_path(output, model=True, inputs=[model])
     result = rewrite(model)
     save_model(result, output)
     return result
