@@ -42,6 +42,25 @@ def test_bad_options_print_one_line(cli, model, tmp_path):
         garbage = tmp_path / "garbage.onnx"
         garbage.write_bytes(b"garbage")
         cases.append((["serve", str(garbage), "--port", "0"], "not a valid ONNX model"))
+        # tensor models, refused at start naming the input: a media model (its start failed with "onnxruntime
+        # failed: ... Missing Input: image") and a [N, 4] matrix model (it started, then refused every request)
+        import numpy as np
+        import onnx.helper as oh
+
+        import onegraph.media as media
+
+        images = np.random.default_rng(0).integers(0, 256, (2, 12, 10, 3), dtype=np.uint8)
+        media.build(media.ImagePipeline([media.Resize((8, 8), "bilinear", match="pil")], channels=3), None, images,
+                    path=tmp_path / "resize.onnx")
+        cases.append((["serve", str(tmp_path / "resize.onnx"), "--port", "0"],
+                      "input 'image' of shape ['N', 'H', 'W', 3] takes a tensor, not one value per row"))
+        matrix = oh.make_model(oh.make_graph([oh.make_node("Relu", ["x"], ["y"])], "g",
+                                             [oh.make_tensor_value_info("x", 1, ["N", 4])],
+                                             [oh.make_tensor_value_info("y", 1, ["N", 4])]),
+                               opset_imports=[oh.make_opsetid("", 21)])
+        (tmp_path / "matrix.onnx").write_bytes(matrix.SerializeToString())
+        cases.append((["serve", str(tmp_path / "matrix.onnx"), "--port", "0"], "input 'x' of shape ['N', 4] takes a "
+                      "tensor"))
         for args, words in cases:
             result = cli(*args)
             assert result.returncode == 1, (args, result.stderr)

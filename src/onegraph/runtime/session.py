@@ -131,6 +131,15 @@ class Session:
     def input_names(self) -> list[str]:
         return [s.name for s in self.inputs]
 
+    @property
+    def tensor_inputs(self) -> list[tuple[str, list]]:
+        """(name, shape) of the graph inputs no table column feeds as one value per row: images ``[N, H, W,
+        C]``, feature matrices ``[N, k]``, inputs outside the input schema (a media model's); ``[]`` for a model
+        of columns (``[N]`` or ``[N, 1]`` each)."""
+        columns = set(self.input_names)
+        return [(i.name, list(i.shape)) for i in self._session.get_inputs()
+                if i.name not in columns or len(i.shape) > 2 or (len(i.shape) == 2 and i.shape[1] != 1)]
+
     # -- feeds ------------------------------------------------------------------------------------
     def feeds(self, data: Any) -> tuple[int, dict[str, np.ndarray]]:
         """Number of rows and the onnxruntime feeds for ``data`` (any table onegraph reads).

@@ -58,6 +58,13 @@ class ModelVersion:
         self.version = str(number)
         self.session = session
         self.identity = identity
+        tensors = session.tensor_inputs
+        if tensors:
+            shown, shape = tensors[0]
+            raise ConfigError(f"model {name}: input {shown!r} of shape {shape} takes a tensor, not one value per row; "
+                              "onegraph serve scores rows of table columns (models of onegraph.build / compose)",
+                              hint="score image or audio folders with `onegraph score MODEL FOLDER`, or serve a tensor "
+                                   "model with onnxruntime's or Triton's server")
         self.outputs = [o["name"] for o in session.outputs if o.get("role") != "check"]
         # rows scored as windows of their group depend on each other: such requests are never merged
         self._whole = getattr(session, "sequence", None) is not None
