@@ -35,6 +35,20 @@ def test_pil_uint8_exact(mode, size):
     np.testing.assert_array_equal(got, step.reference(photos(), "NHWC"))
 
 
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic", "area"])
+def test_pil_passes_in_pillows_order(mode):
+    """Pillow 13 passes vertically first when the height shrinks by more than twice what the width does (its
+    ImagingResampleInner), and the rounding between the passes depends on the order: portrait photos (the two
+    photographs turned) take the height-first branch of the graph's If, landscape ones the other; uint8
+    exactly and float32 within the bound above (was up to 13 levels off for portrait images)."""
+    step = im.Resize((97, 224), mode, match="pil")
+    portrait = np.ascontiguousarray(photos().transpose(0, 2, 1, 3))  # 451 x 300: 354 rows less, 76 columns less
+    for batch in (portrait, photos(), portrait[:, :120]):  # height first; width first; 120 x 300: width first
+        np.testing.assert_array_equal(run(ImagePipeline([step]), batch), step.reference(batch, "NHWC"))
+    x = (portrait.transpose(0, 3, 1, 2) / np.float32(255)).astype(np.float32)
+    assert_close_to_max(run(ImagePipeline([step], dtype="float32"), x), step.reference(x, "NCHW"), FLOAT_RTOL)
+
+
 @pytest.mark.parametrize("mode", ["bilinear", "bicubic", "area", "nearest"])
 def test_pil_gray_and_float(mode):
     step = im.Resize((200, 333), mode, match="pil")

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+import onnx_ir as ir
+
 from onegraph.emit import FLOAT, INT64, GraphBuilder
 from onegraph.errors import ConfigError
 from onegraph.frame.tensors import Val
@@ -103,48 +105,62 @@ class Resize(ImageStep):
         work = t.dtype if native else FLOAT
         if work != t.dtype:
             x = g.op("Cast", x, to=work, dtype=work)
-        counts = []
-        if not nearest:
-            # both passes gather along axis 0, so a tap is one contiguous block and its weight one scalar per
-            # block: onnxruntime broadcasts that fast (along an inner axis it walks spans of 3 channels), and
-            # moving one axis to the front is a fast path of its Transpose
-            x = g.op("Transpose", x, perm=[2, 0, 1, 3] if t.layout == "NHWC" else [3, 0, 1, 2], dtype=work)
-        # width first, then height: Pillow's and torch's order, which their uint8 rounding depends on
-        for i, (axis, n_out) in enumerate(((w_axis, self.size[1]), (h_axis, self.size[0]))):
-            if not nearest:
-                if i == 1:  # [W', N, H, C] or [W', N, C, H] -> [H, W', N, C]
-                    x = g.op("Transpose", x, perm=[2, 0, 1, 3] if t.layout == "NHWC" else [3, 0, 1, 2],
-                             dtype=x.dtype)
-                axis = 0
-            n_in = rs.size_of(g, x, axis)
-            if work == UINT8 and not nearest:
+        if nearest:
+            for axis, n_out in ((w_axis, self.size[1]), (h_axis, self.size[0])):
+                index = g.op("Squeeze", self._table(rs.size_of(g, x, axis), n_out).index.value, ints(g, [1]),
+                             dtype=INT64)
+                x = g.op("Gather", x, index, axis=axis, dtype=work)
+        elif self.match == "pil":
+            # Pillow 13's ImagingResampleInner passes vertically first when the height shrinks by more than
+            # twice what the width does (the uint8 / float32 rounding between the passes depends on the
+            # order): decided here from the runtime size, as Pillow decides it
+            height, width = rs.size_of(g, x, h_axis), rs.size_of(g, x, w_axis)
+            shrink_h = height - rs.const_int(g, self.size[0])
+            shrink_w = width - rs.const_int(g, self.size[1])
+            first = (shrink_h > 0) & (shrink_h > shrink_w * 2)
+            x = _if(g, first, lambda: self._passes(g, x, t.layout, work, "HW"),
+                    lambda: self._passes(g, x, t.layout, work, "WH"), work)
+        else:
+            x = self._passes(g, x, t.layout, work, "WH")  # width first, as torch does
+        if work != t.dtype:  # torchvision's float path for uint8: clamp (bicubic overshoots), round, cast
+            x = g.op("Clip", x, g.const(np.float32(0), "lo"), g.const(np.float32(255), "hi"), dtype=FLOAT)
+            x = g.op("Cast", g.op("Round", x, dtype=FLOAT), to=UINT8, dtype=UINT8)
+        return t.with_value(x)
+
+    def _passes(self, g: GraphBuilder, x: Any, layout: str, work: ir.DataType, order: str) -> Any:
+        """The two filtered passes over ``x`` (``layout``, dtype ``work``), the axes of ``order`` (``"WH"``:
+        width first) in turn. Each pass gathers along axis 0, so a tap is one contiguous block and its weight
+        one scalar per block (onnxruntime broadcasts that fast; along an inner axis it walks spans of 3
+        channels), and moving one axis to the front is a fast path of its Transpose."""
+        axes = list(layout)
+        counts = {}
+        for letter in order:
+            perm = [axes.index(letter)] + [i for i, a in enumerate(axes) if a != letter]
+            x = g.op("Transpose", x, perm=perm, dtype=x.dtype)
+            axes = [axes[i] for i in perm]
+            n_out = self.size[0] if letter == "H" else self.size[1]
+            n_in = rs.size_of(g, x, 0)
+            if work == UINT8:
                 if self.match == "pil":
                     table = self._table(n_in, n_out)
                     table, bits = rs.Table(table.index, rs.fixed_point(table.weight), table.taps), rs.const_int(g, 22)
                 else:
                     table, bits = rs.torch_uint8_table(n_in, n_out, self.interpolation, self.antialias)
-                x = _uint8_pass(g, x, axis, table, n_out, bits)
+                x = _uint8_pass(g, x, 0, table, n_out, bits)
                 continue
             table = self._table(n_in, n_out)
-            if nearest:
-                index = g.op("Squeeze", table.index.value, ints(g, [1]), dtype=INT64)
-                x = g.op("Gather", x, index, axis=axis, dtype=work)
-            elif self.match == "pil":  # mode "F": double sums, stored as float32 after each pass
-                x = g.op("Cast", rs.apply(g, x, axis, 4, table, n_out, rs.DOUBLE), to=FLOAT, dtype=FLOAT)
+            if self.match == "pil":  # mode "F": double sums, stored as float32 after each pass
+                x = g.op("Cast", rs.apply(g, x, 0, 4, table, n_out, rs.DOUBLE), to=FLOAT, dtype=FLOAT)
             else:
-                x = rs.apply(g, x, axis, 4, table, n_out, FLOAT)
+                x = rs.apply(g, x, 0, 4, table, n_out, FLOAT)
             if table.count is not None:
-                counts.append(g.op("Reshape", table.count.cast(FLOAT).value, ints(g, [n_out, 1, 1, 1]), dtype=FLOAT))
-        if not nearest:
-            if counts:  # adaptive_avg_pool2d: sum / kh / kw, over [H', W', N, C]
-                w_count, h_count = counts
-                x = g.op("Div", x, h_count, dtype=FLOAT)
-                x = g.op("Div", x, g.op("Reshape", w_count, ints(g, [1, self.size[1], 1, 1]), dtype=FLOAT), dtype=FLOAT)
-            x = g.op("Transpose", x, perm=[2, 0, 1, 3] if t.layout == "NHWC" else [2, 3, 0, 1], dtype=x.dtype)
-        if work != t.dtype:  # torchvision's float path for uint8: clamp (bicubic overshoots), round, cast
-            x = g.op("Clip", x, g.const(np.float32(0), "lo"), g.const(np.float32(255), "hi"), dtype=FLOAT)
-            x = g.op("Cast", g.op("Round", x, dtype=FLOAT), to=UINT8, dtype=UINT8)
-        return t.with_value(x)
+                counts[letter] = table.count.cast(FLOAT)
+        for letter in ("H", "W"):  # adaptive_avg_pool2d: sum / kh / kw, in that order (float32 rounding)
+            if letter in counts:
+                shape = [1] * 4
+                shape[axes.index(letter)] = self.size[0] if letter == "H" else self.size[1]
+                x = g.op("Div", x, g.op("Reshape", counts[letter].value, ints(g, shape), dtype=FLOAT), dtype=FLOAT)
+        return g.op("Transpose", x, perm=[axes.index(a) for a in layout], dtype=x.dtype)
 
     def reference(self, x: np.ndarray, layout: str) -> np.ndarray:
         if self.match == "pil":
@@ -174,6 +190,16 @@ class Resize(ImageStep):
             y = (y.clamp(0, 255) if mode == "bicubic" else y).round().to(torch.uint8)
         y = y.numpy()
         return y.transpose(0, 2, 3, 1) if nhwc else y
+
+
+def _if(g: GraphBuilder, cond: Val, then: Any, otherwise: Any, dtype: ir.DataType) -> Any:
+    """``then()`` where ``cond`` holds, else ``otherwise()`` (an ``If``: only the branch taken runs)."""
+    branches = []
+    for name, make in (("then", then), ("else", otherwise)):
+        with g.subgraph(name, []) as body:
+            body.outputs.append(g.op("Identity", make(), dtype=dtype))
+        branches.append(body)
+    return g.op("If", cond.value, then_branch=branches[0], else_branch=branches[1], dtype=dtype)
 
 
 def _uint8_pass(g: GraphBuilder, x: Any, axis: int, table: rs.Table, n_out: int, bits: Val) -> Any:
