@@ -55,6 +55,10 @@ def test_group_by_class_and_by_nodes(encoder_file, tmp_path):
     out = invoke("functions", "group", encoder_file, "--by", "nodes", "--node", names[0],
                  "--function", "my:Act:first", "-o", tmp_path / "b.onnx")
     assert "my:Act:first" in out
+    # a name holding an emoji code (":cat:", a module named "up" in "scope:up:...") prints as written
+    out = invoke("functions", "group", encoder_file, "--by", "nodes", "--node", names[0],
+                 "--function", "my:cat:x", "-o", tmp_path / "c.onnx")
+    assert "my:cat:x" in out and "my:cat:x" in invoke("functions", "list", tmp_path / "c.onnx")
     pm.checked(onnx.load(tmp_path / "b.onnx"))
 
 

@@ -105,6 +105,9 @@ def test_bad_options_are_refused_before_the_calibration_runs(tmp_path, cli):
         (bad, ["-o", str(tmp_path / "folder")], "is a folder"),
         (bad, ["--quant-type", "int3"], "unknown quantization type 'int3'"),
         (bad, ["--method", "median"], "unknown calibration method 'median'"),
+        # was an internal error (range() arg 3 must not be zero) and "the calibration data holds no sample"
+        (bad, ["--batch-size", "0"], "batch_size 0 is not a positive number of samples"),
+        (bad, ["--batch-size", "-3"], "batch_size -3 is not a positive number of samples"),
     ]:
         argv = ["stats", "calibrate", str(path), "--data", str(data), *args]
         if "-o" not in args:

@@ -16,10 +16,10 @@ __all__ = ["Options", "writes"]
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Turn a DataFrame pipeline into one verified ONNX graph, and run it.")
-#: results (stdout)
-out = Console(highlight=False, soft_wrap=True)
+#: results (stdout); emoji=False: names such as ``my:cat:x`` or ``scope:up:`` are printed as written
+out = Console(highlight=False, soft_wrap=True, emoji=False)
 #: notes, progress and errors (stderr)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 
 @dataclasses.dataclass

@@ -36,7 +36,7 @@ def _print_table(table) -> None:  # noqa: ANN001 - a rich Table
     # rich caps a print's width at the console's: a wider console of our own, on the same stdout
     from rich.console import Console
 
-    Console(width=max(out.width, _TABLE_WIDTH), highlight=False).print(table)
+    Console(width=max(out.width, _TABLE_WIDTH), highlight=False, emoji=False).print(table)
 
 
 stats_app = typer.Typer(cls=_DefaultCommandGroup, no_args_is_help=True,

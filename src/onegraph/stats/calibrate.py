@@ -239,9 +239,14 @@ def calibrate(model: Any, data: Any, *, tensors: Sequence[str] | None = None, op
         for a model that cannot be read or opened.
     DataError, MissingColumnError
         for data that does not match the model's inputs (naming the input).
+    ConfigError
+        for a ``batch_size`` below 1.
     RuntimeFailure
         when onnxruntime fails on a batch.
     """
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise ConfigError(f"batch_size {batch_size!r} is not a positive number of samples",
+                          hint="give batch_size >= 1 (command line: --batch-size N), e.g. 256")
     source = read_model(model)  # a file is checked first; an in-memory model is serialized
     light = _without_weights(load_model(source.data, trusted=True))
     selected = _select(light, tensors, op_types, functions, where)
