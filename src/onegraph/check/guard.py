@@ -63,8 +63,8 @@ class UnsafeModelError(ModelFileError):
         if first.code in ("C001", "C002"):  # not a model at all: trusting it would not help
             hint = "check that the file is a complete .onnx file (a truncated copy or another format)"
         else:
-            hint = (f"`onegraph check {target}` prints every finding; pass trusted=True (command line: --trusted) "
-                    "only for files you trust")
+            hint = (f"`onegraph check {target}` prints every finding; open it anyway only if you trust the file: "
+                    "trusted=True in Python, --trusted for score, show, meta, fed and serve")
         super().__init__(message, hint=hint)
         self.findings = findings
         self.report = report
