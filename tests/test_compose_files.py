@@ -93,3 +93,26 @@ def test_merge_refuses_mismatches_naming_both_models(files, tmp_path):
     with pytest.raises(ExportError, match=r"input 'year' is int \(int64\) in model 'rf' but string \(string\) in "
                                           r"model 'year_text'"):
         compose_models([folder / "rf.onnx", tmp_path / "year_text.onnx"])
+
+
+def test_a_preprocessing_file_alone_keeps_its_feature_roles(files):
+    """The user's report: composing a preprocessing-only file (or one with a plain model) failed on
+    onegraph's own metadata ("0.role: Input should be 'label', ..."): each output keeps its role."""
+    from onegraph.contract import metadata as meta
+
+    folder, _ = files
+    frame = penguins()[0]
+    proto = compose_models([str(folder / "pre.onnx")], sample=frame)
+    fields, invalid = meta.decode({p.key: p.value for p in proto.metadata_props})
+    assert not invalid and {o["role"] for o in fields["outputs"]} == {"feature"}
+    np.testing.assert_array_equal(onegraph.score(proto, frame).to_numpy(np.float64),
+                                  onegraph.score(folder / "pre.onnx", frame).to_numpy(np.float64))
+
+
+def test_an_ensemble_of_files_that_do_not_name_their_classes_is_refused(files):
+    """skl2onnx's graphs carry no class list: an ensemble of two is refused naming the model (was an internal
+    error, 'NoneType' object is not iterable); without an ensemble they compose (the test above)."""
+    folder, _ = files
+    with pytest.raises(ExportError, match="model 'lr' does not say which class each column of its probabilities"):
+        compose_models([str(folder / "pre.onnx"), str(folder / "lr.onnx"), str(folder / "lr.onnx")],
+                       names=["pre", "lr", "lr_again"], ensemble="mean")

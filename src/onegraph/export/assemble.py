@@ -59,7 +59,8 @@ def declare_outputs(g: GraphBuilder, result: ModelOutputs, taken: set[str], *, p
     ``column``, ``role``, ``classes`` for probabilities, ``model`` when given)."""
     entries = []
     for role, value in unscored_labels_missing(g, result.values).items():
-        entry = {"name": output_name(prefix + role, taken), "column": prefix + role, "role": role}
+        entry = {"name": output_name(prefix + role, taken), "column": prefix + role,
+                 "role": result.roles.get(role, role)}
         if model is not None:
             entry["model"] = model
         shape: list = ["N"]

@@ -127,8 +127,13 @@ class Ensemble:
             if self.method in ("mean", "weighted") and "probabilities" not in _roles(a):
                 raise ExportError(f"model {name!r} ({a.source}) gives no probabilities to average",
                                   hint="use method='vote', or a model with predict_proba")
+        if self.classes is None and first.classes is None:  # an ONNX file without onegraph's metadata
+            raise ExportError(f"model {first_name!r} does not say which class each column of its "
+                              "probabilities is, so its answers cannot be combined with the others'",
+                              hint="build the models with onegraph (its metadata names the classes), or give "
+                                   "Ensemble(..., classes=[...]) in Python")
         classes = list(self.classes) if self.classes is not None else list(first.classes)
-        if len(classes) != len(first.classes):
+        if first.classes is not None and len(classes) != len(first.classes):
             raise ExportError(f"the ensemble has {len(classes)} classes, model {first_name!r} {len(first.classes)}")
         return task, classes
 

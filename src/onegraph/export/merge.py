@@ -245,7 +245,10 @@ def compose_models(models: Sequence[Any], *, names: Sequence[str] | None = None,
     entries = declare_answers(g, outs, answer, set(specs))
     for entry in entries:
         part = next((p for p in exposed if p.name == entry.get("model")), None)
-        original = next((o for o in part.outputs if o["role"] == entry["role"]), None) if part else None
+        # the part's output entry: by role for the roles of an answer, else by the output's own name
+        key = entry["column"].removeprefix(f"{part.name}.") if part else None
+        original = next((o for o in part.outputs if (o["role"] == entry["role"] and o["role"] in _ROLE_BY_NAME)
+                         or o["name"] == key), None) if part else None
         if original and "kind" in original:
             entry["kind"] = original["kind"]
     fields = {"models": [{"name": p.name, "source": p.proto.producer_name or "onnx"} for p in parts]}
@@ -266,19 +269,21 @@ def parts_by_name(parts: list[Part]) -> dict[str, Part]:
 
 def _model_outputs(g: GraphBuilder, part: Part, raw: dict[str, ir.Value]) -> ModelOutputs:
     """A part's outputs by role (roles it does not name are kept under their own output name)."""
-    values = {}
+    values, roles = {}, {}
     checks = {e["name"] for e in check_entries(part.outputs, list(raw))}
     for o in part.outputs:
         if o["name"] in checks:  # declared as checks of the result when spliced
             continue
         role = o["role"] if o.get("role") in _ROLE_BY_NAME else o["name"]
+        if role != o.get("role"):
+            roles[role] = o.get("role") or "output"
         v = raw[o["name"]]
         if role in ("probabilities", "prediction") and v.dtype != DOUBLE:
             shape = v.shape
             v = g.op("Cast", v, to=DOUBLE, dtype=DOUBLE)
             v.shape = shape
         values[role] = v
-    return ModelOutputs(values, part.classes)
+    return ModelOutputs(values, part.classes, roles)
 
 
 def run_chained(parts: list[Part], data: Any) -> dict[str, dict[str, np.ndarray]]:

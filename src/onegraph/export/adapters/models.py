@@ -43,6 +43,9 @@ class ModelOutputs:
 
     values: dict[str, ir.Value]
     classes: list | None = None
+    #: the metadata role of each key of ``values`` that is not itself a role (an ONNX file's own output names:
+    #: a preprocessing's ``feature`` columns, a graph's plain ``output``)
+    roles: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def classifier(cls, label: ir.Value, probabilities: ir.Value, classes: Any) -> ModelOutputs:
