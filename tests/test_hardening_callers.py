@@ -153,6 +153,28 @@ def test_external_tensors_are_read_from_the_models_folder(tmp_path, monkeypatch)
     np.testing.assert_array_equal(loaded.graph.initializers["w"].const_value.numpy(), weights)
 
 
+def test_a_model_with_external_data_converts_compares_and_is_written_elsewhere_whole(cli, tmp_path):
+    """The user's report: `compare` / `convert` refused a model with external data ("model_path must not be
+    empty": onnxruntime's optimizer, given bytes), and every writer copied the relative location into a model
+    written to another folder, where no data file is (C106). The one loader reads the tensors in."""
+    from onnx.external_data_helper import convert_model_to_external_data
+
+    model = onnx.load(Path(__file__).parent / "data" / "digits-cnn.onnx")
+    convert_model_to_external_data(model, location="cnn.bin", size_threshold=0)
+    onnx.save(model, tmp_path / "cnn.onnx")
+    out = tmp_path / "out"
+    out.mkdir()
+    assert cli("compare", str(tmp_path / "cnn.onnx")).returncode == 0
+    for argv in (["convert", "--opset", "16"], ["convert", "--fp16"], ["meta", "set", "description=x"],
+                 ["stats", "strip"], ["functions", "inline"], ["fuse"]):
+        words = 2 if argv[0] in ("meta", "stats", "functions") else 1
+        target = out / f"{'-'.join(argv[:words])}.onnx"
+        done = cli(*argv[:words], str(tmp_path / "cnn.onnx"), *argv[words:], "-o", str(target))
+        assert done.returncode == 0, (argv, done.stderr)
+        assert cli("check", str(target)).returncode == 0, argv  # whole: no external reference left
+        assert not any(t.data_location == TensorProto.EXTERNAL for t in onnx.load(target).graph.initializer)
+
+
 def test_calibrating_a_model_whose_runs_take_no_sample_is_one_error(cli, tmp_path):
     """Campaign case (`stats calibrate`, seed 11): an input declared [0, 4] made a zero batch size (exit 70)."""
     g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "empty",
