@@ -89,3 +89,14 @@ def test_compose_files_built_separately(tmp_path):
     np.testing.assert_allclose(scores[columns].to_numpy(), mean, atol=1e-12)
     result = run("compose", str(tmp_path / "logistic.onnx"), str(tmp_path / "logistic.onnx"), "-o", str(merged))
     assert result.returncode != 0 and result.stderr.startswith("error: model names repeat")
+
+
+def test_compose_ensemble_options_name_what_compose_takes(cli, penguins_onnx, tmp_path):
+    """compose combines files: no stacking (it needs a fitted final estimator) and no --model to repeat."""
+    files = [str(penguins_onnx), str(penguins_onnx), "--name", "a", "--name", "b", "-o", str(tmp_path / "x.onnx")]
+    result = cli("compose", *files, "--ensemble", "stacking")
+    assert result.returncode == 1 and result.stderr.startswith("error: unknown --ensemble 'stacking'. use mean, "
+                                                               "weighted, vote\n")
+    result = cli("compose", *files, "--ensemble", "weighted", "--weights", "1")
+    assert result.returncode == 1 and "one weight per model file" in result.stderr
+    assert not (tmp_path / "x.onnx").exists()

@@ -14,8 +14,10 @@ from onegraph.errors import OnegraphError
 __all__ = ["ensemble_options", "build_several", "compose"]
 
 
-def ensemble_options(ensemble: str | None, weights: str | None, n: int) -> list[float] | None:
-    """Check ``--ensemble`` / ``--weights`` for ``n`` models before anything is fitted; the parsed weights.
+def ensemble_options(ensemble: str | None, weights: str | None, n: int, *, fitted: bool = True) -> list[float] | None:
+    """Check ``--ensemble`` / ``--weights`` for ``n`` models before anything is fitted or read; the parsed
+    weights. ``fitted``: the command fits the models (``build``: stacking too, models given by ``--model``);
+    else it combines model files (``compose``: no stacking, which needs a fitted final estimator).
 
     Raises
     ------
@@ -25,22 +27,24 @@ def ensemble_options(ensemble: str | None, weights: str | None, n: int) -> list[
     """
     from onegraph.export.ensemble import METHODS
 
+    methods = METHODS if fitted else tuple(m for m in METHODS if m != "stacking")
+    models = "--model" if fitted else "model file"
     if ensemble is None:
         if weights is not None:
             raise OnegraphError("--weights is given without --ensemble", hint="add --ensemble weighted (or vote)")
         return None
-    if ensemble not in METHODS:
-        raise OnegraphError(f"unknown --ensemble {ensemble!r}", hint=f"use {', '.join(METHODS)}")
+    if ensemble not in methods:
+        raise OnegraphError(f"unknown --ensemble {ensemble!r}", hint=f"use {', '.join(methods)}")
     if weights is not None and ensemble not in ("weighted", "vote"):
         raise OnegraphError(f"--weights does not apply to --ensemble {ensemble}",
                             hint="use --ensemble weighted or vote, or leave out --weights")
     if ensemble != "stacking" and n < 2:
         raise OnegraphError(f"--ensemble {ensemble} needs at least two models (got {n})",
-                            hint="give two or more models (repeat --model)")
-    return _weights(weights, n)
+                            hint="give two or more models" + (" (repeat --model)" if fitted else ""))
+    return _weights(weights, n, models)
 
 
-def _weights(text: str | None, n: int) -> list[float] | None:
+def _weights(text: str | None, n: int, models: str) -> list[float] | None:
     if text is None:
         return None
     try:
@@ -48,7 +52,7 @@ def _weights(text: str | None, n: int) -> list[float] | None:
     except ValueError:
         raise OnegraphError(f"--weights {text!r} is not a list of numbers", hint="write e.g. --weights 1,3") from None
     if len(values) != n:
-        raise OnegraphError(f"--weights gives {len(values)} weight(s) for {n} models", hint="one weight per --model")
+        raise OnegraphError(f"--weights gives {len(values)} weight(s) for {n} models", hint=f"one weight per {models}")
     from onegraph.export.ensemble import check_weights
 
     return check_weights(values, "--weights")
@@ -147,7 +151,8 @@ def compose(
     from onegraph.io import read_table
 
     ens = None
-    checked = ensemble_options(ensemble, weights, len([p for p in plan(models, name) if not p.internal]))
+    checked = ensemble_options(ensemble, weights, len([p for p in plan(models, name) if not p.internal]),
+                               fitted=False)
     if ensemble:
         ens = Ensemble(ensemble, weights=checked)
     sample = None
