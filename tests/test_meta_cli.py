@@ -67,6 +67,10 @@ def test_set_refuses_bad_values_and_missing_destination(run, model, tmp_path):
     assert not (tmp_path / "x.onnx").exists()
     result = run("set", str(model), "author=Ada")
     assert result.returncode == 1 and "-o OUT or --in-place" in result.stderr
+    # a typo of a field was stored as a stray key 'autor', the author left unset
+    result = run("set", str(model), "autor=Ada", "-o", str(tmp_path / "x.onnx"))
+    assert result.returncode == 1 and "'autor': is not a field (did you mean 'author'?)" in result.stderr
+    assert run("set", str(model), "team=ml", "-o", str(tmp_path / "x.onnx")).returncode == 0  # a key of its own
 
 
 def test_validate_names_each_malformed_key(run, model, tmp_path):

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import difflib
 import functools
 import hashlib
 import json
@@ -73,7 +74,8 @@ def set_metadata(model: Any, updates: Mapping[str, Any] | None = None, *, remove
     MetadataError
         naming the first malformed value, a ``meta_version`` newer than this onegraph's schema
         (:data:`~onegraph.contract.metadata.SCHEMA_VERSION`: it would claim fields this version cannot write), or
-        with ``missing_ok=False`` a key to remove that is absent (nothing is changed).
+        with ``missing_ok=False`` a key to remove that is absent (nothing is changed); a key without a dot that
+        is close to a field's name (``autor``: a typo, not a key of its own).
     """
     from onegraph.check.loader import load_model
 
@@ -86,6 +88,11 @@ def set_metadata(model: Any, updates: Mapping[str, Any] | None = None, *, remove
         if name is None:
             if not isinstance(value, str):
                 raise MetadataError(key, f"a key outside {PREFIX}* takes a string, not {type(value).__name__}")
+            near = difflib.get_close_matches(key, [*FIELDS, *_ALIASES], n=1, cutoff=0.8) if "." not in key else []
+            if near:  # a typo of a field would be stored as a stray key, the field left unset
+                raise MetadataError(key, f"is not a field (did you mean {near[0]!r}?)",
+                                    hint=f"write {near[0]}=..., or a key with a dot (com.example.{key}) to store it "
+                                         "as written")
             foreign[key] = value
         else:
             ours[name] = value
