@@ -68,6 +68,9 @@ def test_records_are_scored_as_onegraph_score_scores_them(client, models, pengui
             assert r.status_code == 200, r.text
             assert r.headers["onegraph-model-version"] == "1"
             assert_predictions(r.json()["predictions"], expected.iloc[start:start + size])
+    # no rows: an empty answer (was 400, "columns ... are required (columns given: )")
+    r = client.post(PREDICT.format("penguins"), json={"instances": []})
+    assert r.status_code == 200 and r.json()["predictions"] == [], r.text
 
 
 def test_cars_rows_as_json_csv_and_arrow(client, models):

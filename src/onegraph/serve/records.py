@@ -63,6 +63,8 @@ def read_rows(body: bytes, kind: str, specs: list) -> tuple[int | None, Any]:
         instances = doc.get("instances") if isinstance(doc, dict) else None
         if not isinstance(instances, list):
             raise ProtocolError("the body has no 'instances' list", hint=_INSTANCES)
+        if not instances:  # no rows: scored as an empty table of the model's columns (an empty answer)
+            return 0, {s.name: [] for s in specs}
         for i, rec in enumerate(instances):
             if not isinstance(rec, dict):
                 raise ProtocolError(f"instance {i} is not an object of column values", hint=_INSTANCES)
