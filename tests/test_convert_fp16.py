@@ -90,6 +90,13 @@ def test_fp16_refused_when_tolerance_cannot_be_met(layernorm_model, tmp_path):
     with pytest.raises(ConversionError, match="stray from float32"):
         convert_float16(model, data={"x": x}, rtol=1e-7, atol=1e-7, max_rounds=1, output=out)
     assert not out.exists()
+    # a tolerance that is not one (was accepted: --max-error -1 ran the whole conversion)
+    from onegraph.errors import OnegraphError
+
+    for option in ({"max_error": -1.0}, {"rtol": float("nan")}, {"atol": -1e-3}):
+        with pytest.raises(OnegraphError, match=f"{next(iter(option))} .* is not a tolerance"):
+            convert_float16(model, data={"x": x}, output=out, **option)
+    assert not out.exists()
 
 
 def test_inf_in_the_data_does_not_keep_nodes_float32_and_is_warned_about():

@@ -27,6 +27,7 @@
 from __future__ import annotations
 
 import copy
+import math
 import warnings
 from typing import Any
 
@@ -99,6 +100,8 @@ def convert_float16(model: Any, *, data: Any = None, rows: int = 64, fmt: str = 
     ConversionError
         when outputs stray beyond tolerance (unless ``accept_diff``) or onnxruntime cannot open a float16
         model; nothing is written then.
+    OnegraphError
+        for an unknown ``fmt``, or a ``max_error`` / ``rtol`` / ``atol`` that is negative or not finite.
     """
     if fmt not in FORMATS:
         raise OnegraphError(f"unknown format {fmt!r}", hint="use float16 or bfloat16")
@@ -106,6 +109,10 @@ def convert_float16(model: Any, *, data: Any = None, rows: int = 64, fmt: str = 
     max_error = d_err if max_error is None else max_error
     rtol = d_rtol if rtol is None else rtol
     atol = d_atol if atol is None else atol
+    for option, value in (("max_error", max_error), ("rtol", rtol), ("atol", atol)):
+        if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+            raise OnegraphError(f"{option} {value!r} is not a tolerance: give a finite number >= 0",
+                                hint=f"e.g. {option}={DEFAULTS[fmt][('max_error', 'rtol', 'atol').index(option)]}")
     original = load_model(model)
     fp32 = _named(inlined(copy.deepcopy(original)))
     feeds = model_feeds(original, data, rows=rows)
