@@ -157,6 +157,9 @@ def check_output_path(path: str | os.PathLike, *, model: bool = False, delta: bo
     if not str(path).strip():
         raise OnegraphError("no output path given", hint="give a file name, e.g. -o model.onnx")
     target = Path(path)
+    if target.is_dir() and target.suffix.lower() in (".parquet", ".pq"):  # a Parquet dataset (score --spark)
+        raise OnegraphError(f"cannot write {target}: it exists (a folder: a Parquet dataset)",
+                            hint="remove it or give another name")
     if target.is_dir() or str(path).endswith(os.sep):
         raise OnegraphError(f"cannot write {target}: it is a folder", hint="give a file name inside it")
     for given in inputs:
