@@ -110,7 +110,8 @@ def finish(g: GraphBuilder, specs: list[ColumnSpec], outputs: list[dict],
            given: Mapping[str, Any] | None = None, dedupe: bool = False, merge_common: bool = False,
            functions: bool = False,
            verify: Callable[[onnx.ModelProto], Any] | None = None, what: str = "the graph diverges from its sources",
-           path: str | os.PathLike | None = None, parity_hint: str | None = None) -> onnx.ModelProto:
+           path: str | os.PathLike | None = None,
+           parity_hint: Callable[[], str | None] | None = None) -> onnx.ModelProto:
     """The finished model of what ``g`` holds.
 
     Parameters
@@ -135,7 +136,8 @@ def finish(g: GraphBuilder, specs: list[ColumnSpec], outputs: list[dict],
         Called with the model; returns a :class:`~onegraph.verify.parity.ParityReport` (refused with
         :class:`ParityError` naming ``what`` unless it is ok) or raises itself. None: not verified.
     parity_hint:
-        What the ParityError says is the likely cause (None: the generic hint).
+        Called when the outputs diverge: what the ParityError says is the likely cause (None: the generic
+        hint); only then, since finding it may scan the sample.
     path:
         Where to write the model, atomically, once verified.
 
@@ -181,8 +183,8 @@ def finish(g: GraphBuilder, specs: list[ColumnSpec], outputs: list[dict],
     guard.trust(proto.SerializeToString())  # made and checked here: opening its file needs no check
     if verify is not None:
         report = verify(proto)
-        if report is not None:
-            refuse_divergence(report, what, parity_hint)
+        if report is not None and not report.ok:
+            refuse_divergence(report, what, parity_hint() if parity_hint is not None else None)
     if path is not None:
         from onegraph.io import save_model
 

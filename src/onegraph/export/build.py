@@ -112,7 +112,7 @@ def build(preprocessing: Any, model: Any = None, sample: Any = None, *, path: st
     # the columns the pipeline was fitted on, in its order: scikit-learn's own transform (the parity
     # reference) refuses a frame with others beside them
     frame = frame[[column_key(frame, n) for n in names]]
-    specs = [spec_for(n, frame[column_key(frame, n)]) for n in names]
+    specs = [spec_for(n, frame.iloc[:, i]) for i, n in enumerate(names)]
     if model is None and preprocessing is not None:
         _refuse_wide_early(preprocessing, frame.head(1))
     g, outputs = _emit(preprocessing, model, specs, name)
@@ -126,7 +126,7 @@ def build(preprocessing: Any, model: Any = None, sample: Any = None, *, path: st
     return assemble.finish(g, specs, outputs, trained, given=metadata, functions=functions,
                            verify=verify if check_parity else None,
                            what="the graph diverges from the source pipeline", path=path,
-                           parity_hint=_parity_hint(preprocessing, model, frame))
+                           parity_hint=lambda: _parity_hint(preprocessing, model, frame))
 
 
 def _parity_hint(preprocessing: Any, model: Any, frame: pd.DataFrame) -> str | None:
