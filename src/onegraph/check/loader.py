@@ -92,7 +92,9 @@ def _parse(source: Source) -> Any:
     if not proto.HasField("graph"):
         raise ModelFileError(f"{source.label} holds no graph; it is not an ONNX model",
                              hint="check that the file is a complete .onnx file")
-    if source.folder is not None and _has_external_data(proto):
+    from onegraph.check.static.walk import has_external_data
+
+    if source.folder is not None and has_external_data(proto):
         # the tensors read into the model (the check has verified the files): what a caller does with it
         # (convert, compare, meta set, stats...) then holds wherever the result goes; relative locations
         # copied into a model written to another folder pointed at nothing, and onnxruntime's optimizer
@@ -101,12 +103,6 @@ def _parse(source: Source) -> Any:
 
         load_external_data_for_model(proto, source.folder)
     return proto
-
-
-def _has_external_data(proto: Any) -> bool:
-    from onnx.external_data_helper import _get_all_tensors, uses_external_data
-
-    return any(uses_external_data(t) for t in _get_all_tensors(proto))
 
 
 def load_ir(model: Any, *, trusted: bool = False) -> Any:
