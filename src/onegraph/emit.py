@@ -226,6 +226,17 @@ class GraphBuilder:
         finally:
             self._body, self._derived = outer, derived
 
+    def branch(self, cond: ir.Value, then: Callable[[], ir.Value], otherwise: Callable[[], ir.Value],
+               dtype: ir.DataType) -> ir.Value:
+        """``then()`` where the 0-d bool ``cond`` holds, else ``otherwise()``: an ``If`` whose branches hold the
+        nodes each callable adds (only the branch taken runs); both give one value of ``dtype``."""
+        bodies = []
+        for name, make in (("then", then), ("else", otherwise)):
+            with self.subgraph(name, []) as body:
+                body.outputs.append(self.op("Identity", make(), dtype=dtype))
+            bodies.append(body)
+        return self.op("If", cond, then_branch=bodies[0], else_branch=bodies[1], dtype=dtype)
+
     def derived(self, key: tuple, make: Callable[[], ir.Value]) -> ir.Value:
         """Memoise a value computed from others (a cast, a slice) so it is emitted once."""
         if key not in self._derived:

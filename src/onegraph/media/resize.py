@@ -118,8 +118,8 @@ class Resize(ImageStep):
             shrink_h = height - rs.const_int(g, self.size[0])
             shrink_w = width - rs.const_int(g, self.size[1])
             first = (shrink_h > 0) & (shrink_h > shrink_w * 2)
-            x = _if(g, first, lambda: self._passes(g, x, t.layout, work, "HW"),
-                    lambda: self._passes(g, x, t.layout, work, "WH"), work)
+            x = g.branch(first.value, lambda: self._passes(g, x, t.layout, work, "HW"),
+                         lambda: self._passes(g, x, t.layout, work, "WH"), work)
         else:
             x = self._passes(g, x, t.layout, work, "WH")  # width first, as torch does
         if work != t.dtype:  # torchvision's float path for uint8: clamp (bicubic overshoots), round, cast
@@ -190,16 +190,6 @@ class Resize(ImageStep):
             y = (y.clamp(0, 255) if mode == "bicubic" else y).round().to(torch.uint8)
         y = y.numpy()
         return y.transpose(0, 2, 3, 1) if nhwc else y
-
-
-def _if(g: GraphBuilder, cond: Val, then: Any, otherwise: Any, dtype: ir.DataType) -> Any:
-    """``then()`` where ``cond`` holds, else ``otherwise()`` (an ``If``: only the branch taken runs)."""
-    branches = []
-    for name, make in (("then", then), ("else", otherwise)):
-        with g.subgraph(name, []) as body:
-            body.outputs.append(g.op("Identity", make(), dtype=dtype))
-        branches.append(body)
-    return g.op("If", cond.value, then_branch=branches[0], else_branch=branches[1], dtype=dtype)
 
 
 def _uint8_pass(g: GraphBuilder, x: Any, axis: int, table: rs.Table, n_out: int, bits: Val) -> Any:

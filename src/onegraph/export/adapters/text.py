@@ -175,18 +175,11 @@ def _rows_flagged(g: GraphBuilder, flags: ir.Value, rows: ir.Value, doc: ir.Valu
     return g.op("Cast", hit, to=BOOL, dtype=BOOL)
 
 
-def _if(g: GraphBuilder, cond: ir.Value, then, otherwise: ir.Value) -> ir.Value:
-    with g.subgraph("then", []) as then_branch:
-        then_branch.outputs.append(g.op("Identity", then(), dtype=otherwise.dtype))
-    with g.subgraph("else", []) as else_branch:
-        else_branch.outputs.append(g.op("Identity", otherwise, dtype=otherwise.dtype))
-    return g.op("If", cond, then_branch=then_branch, else_branch=else_branch, dtype=otherwise.dtype)
-
-
 def _lower(g: GraphBuilder, toks: ir.Value) -> ir.Value:
     for upper, lower in _lowered():
         has = _any(g, full_match(Val(g, toks, STRING), f"(?s).*\\x{{{ord(upper):X}}}.*").value)
-        toks = _if(g, has, lambda t=toks, u=upper, lo=lower: replace(Val(g, t, STRING), u, lo).value, toks)
+        toks = g.branch(has, lambda t=toks, u=upper, lo=lower: replace(Val(g, t, STRING), u, lo).value,
+                        lambda t=toks: t, STRING)
     return toks
 
 

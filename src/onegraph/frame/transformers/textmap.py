@@ -67,12 +67,8 @@ def _any(g: GraphBuilder, flags: Val) -> Val:
 
 def _if(g: GraphBuilder, cond: Val, then: Callable[[], Val], otherwise: Val) -> Val:
     """``then()`` when ``cond`` holds, else ``otherwise`` (``If``: the branch not taken is not run)."""
-    with g.subgraph("then", []) as then_branch:
-        then_branch.outputs.append(g.op("Identity", then().value, dtype=otherwise.dtype))
-    with g.subgraph("else", []) as else_branch:
-        else_branch.outputs.append(g.op("Identity", otherwise.value, dtype=otherwise.dtype))
-    out = g.op("If", cond.value, then_branch=then_branch, else_branch=else_branch, dtype=otherwise.dtype)
-    return Val(g, out, otherwise.dtype)
+    return Val(g, g.branch(cond.value, lambda: then().value, lambda: otherwise.value, otherwise.dtype),
+               otherwise.dtype)
 
 
 def _patch(g: GraphBuilder, base: Val, x: Val, rows: Val, compute: Callable[[Val], Val]) -> Val:
