@@ -193,3 +193,22 @@ def test_chunks_cover_every_element_once_contiguously(shape, budget):
         assert flat.size == 0 or np.array_equal(flat, np.arange(flat[0], flat[0] + flat.size))  # one read
         seen[index] += 1
     assert (seen == 1).all()
+
+
+def test_non_finite_constants_are_not_exchanged_by_default(penguins_onnx, tmp_path):
+    """A model onegraph builds holds NaN constants (the imputer's missing-value marker): exchanged by default,
+    every delta of it was refused ("holds NaN or infinite values ... retrain the client"). A small float
+    initializer holding NaN or ±inf is a constant, exchanged only when named; the fitted values are exchanged
+    and a delta of the model against itself holds zeros for them."""
+    listed = {p.name: p for p in fed.list_parameters(penguins_onnx, trusted=True)}
+    constants = [name for name, p in listed.items() if p.kind == "float" and not p.exchanged]
+    assert constants and all("NaN or ±inf" in listed[n].why for n in constants)
+    values = {n: numpy_helper.to_array(t) for t in onnx.load(penguins_onnx).graph.initializer
+              for n in [t.name] if n in listed}
+    assert all(not np.isfinite(values[n]).all() for n in constants)
+    assert all(np.isfinite(values[n]).all() for n, p in listed.items() if p.exchanged)
+    header = fed.make_delta(penguins_onnx, penguins_onnx, tmp_path / "d.safetensors", samples=3, trusted=True)
+    assert set(header.parameters) == {n for n, p in listed.items() if p.exchanged}
+    with pytest.raises(FederatedError, match="NaN or infinite"):  # named, it is exchanged and refused by name
+        fed.make_delta(penguins_onnx, penguins_onnx, tmp_path / "e.safetensors", samples=3, trusted=True,
+                       select_patterns=[constants[0]])

@@ -12,10 +12,11 @@ checking processes. Modules: ``source`` (bytes without parsing), ``guard`` (the 
 from onegraph import _lazy
 
 __all__ = ["check", "check_many", "CheckReport", "Finding", "Limits", "Source", "read_model", "load_model",
-           "load_ir", "UnsafeModelError"]
+           "load_ir", "trusting", "UnsafeModelError"]
 _lazy.exports(__name__, {
     "check": "onegraph.check.run", "check_many": "onegraph.check.run", "CheckReport": "onegraph.check.findings",
     "Finding": "onegraph.check.findings", "Limits": "onegraph.check.limits", "Source": "onegraph.check.source",
     "read_model": "onegraph.check.loader", "load_model": "onegraph.check.loader", "load_ir": "onegraph.check.loader",
+    "trusting": "onegraph.check.loader",
     "UnsafeModelError": "onegraph.check.guard",
 })

@@ -64,7 +64,7 @@ class UnsafeModelError(ModelFileError):
             hint = "check that the file is a complete .onnx file (a truncated copy or another format)"
         else:
             hint = (f"`onegraph check {target}` prints every finding; open it anyway only if you trust the file: "
-                    "trusted=True in Python, --trusted for score, show, meta, fed and serve")
+                    "--trusted on the command line, trusted=True or `with onegraph.check.trusting():` in Python")
         super().__init__(message, hint=hint)
         self.findings = findings
         self.report = report

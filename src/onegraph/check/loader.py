@@ -17,13 +17,40 @@ Library exceptions that mean "bad file" (protobuf decode errors, onnx-ir's ``Ser
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from onegraph.check.findings import PURPOSES
 from onegraph.check.source import Source, is_in_memory_model, label_of, source_of
 from onegraph.errors import ModelFileError
 
-__all__ = ["PURPOSES", "read_model", "load_model", "load_ir"]
+__all__ = ["PURPOSES", "read_model", "load_model", "load_ir", "trusting"]
+
+#: set inside :func:`trusting`: every file and bytes read in the block is trusted
+_TRUSTING: ContextVar[bool] = ContextVar("onegraph_trusting", default=False)
+
+
+@contextmanager
+def trusting() -> Iterator[None]:
+    """Trust every model file and bytes read inside the block, as ``trusted=True`` would: for files you made or
+    trust, read by functions that take no ``trusted`` parameter (``compare_runtimes``, ``convert_opset``,
+    ``calibrate``...). The CLI's ``--trusted`` option of every command that reads a model is this block.
+
+    The flag is a :class:`contextvars.ContextVar`: it holds in this thread and in asyncio tasks started in the
+    block, not in threads started from it.
+
+    Example::
+
+        with onegraph.check.trusting():
+            report = onegraph.verify.compare_runtimes("mine.onnx")
+    """
+    token = _TRUSTING.set(True)
+    try:
+        yield
+    finally:
+        _TRUSTING.reset(token)
 
 
 def read_model(model: Any, *, trusted: bool = False, purpose: str = "load") -> Source:
@@ -34,7 +61,8 @@ def read_model(model: Any, *, trusted: bool = False, purpose: str = "load") -> S
     model:
         Path to a ``.onnx`` file, its bytes, an ``onnx.ModelProto`` or an ``onnx_ir.Model``.
     trusted:
-        Skip the check (for files you made or trust): the bytes go straight to the caller.
+        Skip the check (for files you made or trust): the bytes go straight to the caller. Inside a
+        :func:`trusting` block every read is trusted.
     purpose:
         ``load`` (the caller parses the bytes and may run onnx code on them) or ``run`` (it opens an
         onnxruntime session): see the module docstring.
@@ -53,7 +81,7 @@ def read_model(model: Any, *, trusted: bool = False, purpose: str = "load") -> S
     if purpose not in PURPOSES:
         raise ValueError(f"purpose {purpose!r}: use one of {sorted(PURPOSES)}")
     source = source_of(model)
-    if not trusted and not is_in_memory_model(model):
+    if not (trusted or _TRUSTING.get()) and not is_in_memory_model(model):
         from onegraph.check.guard import ensure_safe
 
         ensure_safe(source, purpose=purpose)

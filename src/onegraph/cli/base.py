@@ -7,12 +7,12 @@ import functools
 import inspect
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
-__all__ = ["Options", "writes"]
+__all__ = ["Options", "reads_models", "writes"]
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Turn a DataFrame pipeline into one verified ONNX graph, and run it.")
@@ -63,3 +63,33 @@ def writes(kind: str) -> Callable[[Callable], Callable]:
         return checked
 
     return decorate
+
+
+_TRUSTED = Annotated[bool, typer.Option("--trusted", help="Skip the isolated pre-check of the model files "
+                                        "(only for files you made or trust).")]
+
+
+def reads_models(command: Callable) -> Callable:
+    """Decorate a command that reads model files: it takes ``--trusted`` (added when the command does not
+    declare it) and runs inside :func:`onegraph.check.loader.trusting` when it is given, so every file the
+    command reads, through whichever function, skips the isolated check. Every command that reads a model is
+    decorated (``tests/test_cli_trusted.py`` checks it over all of them)."""
+    signature = inspect.signature(command)
+    declared = "trusted" in signature.parameters
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        trusted = kwargs.get("trusted", False) if declared else kwargs.pop("trusted", False)
+        if not trusted:
+            return command(*args, **kwargs)
+        from onegraph.check.loader import trusting
+
+        with trusting():
+            return command(*args, **kwargs)
+
+    if not declared:  # typer reads the parameters from __signature__ and the types from __annotations__
+        extra = inspect.Parameter("trusted", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=_TRUSTED)
+        run.__signature__ = signature.replace(parameters=[*signature.parameters.values(), extra])
+        run.__annotations__ = {**command.__annotations__, "trusted": _TRUSTED}
+    run.reads_models = True
+    return run

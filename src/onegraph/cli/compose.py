@@ -8,7 +8,7 @@ from typing import Annotated, Any, Optional
 import numpy as np
 import typer
 
-from onegraph.cli.base import app, err, out, writes
+from onegraph.cli.base import app, err, out, reads_models, writes
 from onegraph.errors import OnegraphError
 
 __all__ = ["ensemble_options", "build_several", "compose"]
@@ -131,6 +131,7 @@ def build_several(plan: Any, names: list[str], task: str, seed: int, split: tupl
 
 
 @app.command()
+@reads_models
 @writes("model")
 def compose(
     models: Annotated[list[Path], typer.Argument(help="ONNX models, in order (a preprocessing before the models it "

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from onegraph.cli.base import app, err, out, writes
+from onegraph.cli.base import app, err, out, reads_models, writes
 from onegraph.errors import ConversionError, OnegraphError
 
 __all__ = ["convert", "compare"]
@@ -21,6 +21,7 @@ def _print(report, as_json: bool) -> None:
 
 
 @app.command()
+@reads_models
 @writes("model")
 def convert(
     model: Annotated[Path, typer.Argument(help="The ONNX model to convert (never modified).")],
@@ -75,6 +76,7 @@ def convert(
 
 
 @app.command()
+@reads_models
 def compare(
     model: Annotated[Path, typer.Argument(help="The ONNX model.")],
     data: Annotated[Optional[Path], typer.Option("--data", help="Inputs: .csv, .parquet, or .npz named by input.")

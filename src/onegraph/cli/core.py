@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from onegraph.cli.base import app, err, out, writes
+from onegraph.cli.base import app, err, out, reads_models, writes
 from onegraph.errors import OnegraphError
 
 __all__ = ["quickstart", "build", "score", "show"]
@@ -157,6 +157,7 @@ def build(
 
 # -- score ----------------------------------------------------------------------------------------
 @app.command()
+@reads_models
 @writes("table")
 def score(
     model: Annotated[Path, typer.Argument(help="A model built by onegraph (.onnx).")],
@@ -220,6 +221,7 @@ def score(
 
 # -- show -----------------------------------------------------------------------------------------
 @app.command()
+@reads_models
 def show(
     model: Annotated[Path, typer.Argument(help="An ONNX model.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,

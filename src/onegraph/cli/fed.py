@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from onegraph.cli.base import app, out, writes
+from onegraph.cli.base import app, out, reads_models, writes
 
 __all__ = ["params", "delta", "apply", "average"]
 
@@ -39,6 +39,7 @@ def _count(n: int, noun: str) -> str:
 
 
 @fed_app.command("params")
+@reads_models
 @writes("model")
 def params(
     model: Annotated[Path, typer.Argument(help="An ONNX model.")],
@@ -77,6 +78,7 @@ def params(
 
 
 @fed_app.command("delta")
+@reads_models
 @writes("delta")
 def delta(
     local: Annotated[Path, typer.Argument(help="The locally trained model.")],
@@ -104,6 +106,7 @@ def delta(
 
 
 @fed_app.command("apply")
+@reads_models
 @writes("model")
 def apply(base: _Base, deltas: _Deltas, output: _Out, memory_mb: _Memory = 64, trusted: _Trusted = False) -> None:
     """Write BASE plus the sum of the deltas (one delta gives the client's local model back)."""
@@ -114,6 +117,7 @@ def apply(base: _Base, deltas: _Deltas, output: _Out, memory_mb: _Memory = 64, t
 
 
 @fed_app.command("average")
+@reads_models
 @writes("model")
 def average(
     base: _Base,

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from onegraph.cli.base import app, err, out, writes
+from onegraph.cli.base import app, err, out, reads_models, writes
 from onegraph.errors import OnegraphError
 
 __all__ = ["list_", "group", "inline_", "fuse"]
@@ -41,6 +41,7 @@ def _transform(model: Path, output: Path, change: Callable) -> object:
 
 
 @functions_app.command("list")
+@reads_models
 def list_(
     model: ModelArg,
     nodes: Annotated[bool, typer.Option("--nodes", help="Also list the main graph's nodes and their scopes.")] = False,
@@ -75,6 +76,7 @@ def list_(
 
 
 @functions_app.command()
+@reads_models
 @writes("model")
 def group(
     model: ModelArg,
@@ -144,6 +146,7 @@ def group(
 
 
 @functions_app.command("inline")
+@reads_models
 @writes("model")
 def inline_(
     model: ModelArg,
@@ -163,6 +166,7 @@ def inline_(
 
 
 @app.command()
+@reads_models
 @writes("model")
 def fuse(
     model: ModelArg,

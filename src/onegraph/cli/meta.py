@@ -7,7 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from onegraph.cli.base import app, out, writes
+from onegraph.cli.base import app, out, reads_models, writes
 from onegraph.errors import OnegraphError
 
 __all__ = ["show", "set_", "validate", "diff"]
@@ -26,6 +26,7 @@ def _shown(value: Any) -> str:
 
 
 @meta_app.command("show")
+@reads_models
 def show(model: _Model, as_json: _Json = False, trusted: _Trusted = False) -> None:
     """Print MODEL's metadata: onegraph's typed fields, other keys, and malformed values (kept, flagged)."""
     from onegraph.meta import PREFIX, read_metadata
@@ -49,6 +50,7 @@ def show(model: _Model, as_json: _Json = False, trusted: _Trusted = False) -> No
 
 
 @meta_app.command("set")
+@reads_models
 @writes("model")
 def set_(
     model: _Model,
@@ -83,6 +85,7 @@ def set_(
 
 
 @meta_app.command("validate")
+@reads_models
 def validate(model: _Model, as_json: _Json = False, trusted: _Trusted = False) -> None:
     """Check every metadata value against the schema and the graph; exit 1 naming each malformed key."""
     from onegraph.meta import SCHEMA_VERSION, read_metadata
@@ -105,6 +108,7 @@ def validate(model: _Model, as_json: _Json = False, trusted: _Trusted = False) -
 
 
 @meta_app.command("diff")
+@reads_models
 def diff(a: _Model, b: _Model, as_json: _Json = False, trusted: _Trusted = False) -> None:
     """Print the metadata keys whose values differ between A and B; exit 1 when any does."""
     from onegraph.meta import diff as meta_diff

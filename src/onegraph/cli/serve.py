@@ -6,12 +6,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from onegraph.cli.base import app, err
+from onegraph.cli.base import app, err, reads_models
 
 __all__ = ["serve"]
 
 
 @app.command()
+@reads_models
 def serve(
     models: Annotated[list[str], typer.Argument(
         help="Models to serve: FILE.onnx (named after the file) or NAME=FILE.onnx.", show_default=False)],

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Optional
 import typer
 from typer.core import TyperGroup
 
-from onegraph.cli.base import app, err, out, writes
+from onegraph.cli.base import app, err, out, reads_models, writes
 from onegraph.errors import OnegraphError
 
 __all__ = ["calibrate", "show", "recover", "strip"]
@@ -46,6 +46,7 @@ app.add_typer(stats_app, name="stats")
 
 
 @stats_app.command("calibrate")
+@reads_models
 @writes("model")
 def calibrate(
     model: Annotated[Path, typer.Argument(help="An ONNX model.")],
@@ -97,6 +98,7 @@ def calibrate(
 
 
 @stats_app.command("show")
+@reads_models
 def show(
     model: Annotated[Path, typer.Argument(help="An ONNX model.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the onegraph.stats documents as JSON.")] = False,
@@ -118,6 +120,7 @@ def show(
 
 
 @stats_app.command("recover")
+@reads_models
 @writes("model")
 def recover(
     model: Annotated[Path, typer.Argument(help="A quantized model (QuantizeLinear/DequantizeLinear or QLinear*).")],
@@ -132,6 +135,7 @@ def recover(
 
 
 @stats_app.command("strip")
+@reads_models
 @writes("model")
 def strip(
     model: Annotated[Path, typer.Argument(help="An ONNX model.")],

@@ -16,8 +16,10 @@ kind            element types                                   exchanged as
 
 Which parameters are exchanged (:func:`select`): those matching the name patterns given (``fnmatch``:
 ``coef*``, ``encoder.*.weight``); else the model's metadata ``transfer_learning.trainable`` list; else every
-``float`` initializer not listed in ``transfer_learning.frozen``. Integer and quantized initializers are
-exchanged only when named (by pattern or by ``trainable``).
+``float`` initializer not listed in ``transfer_learning.frozen`` and not a non-finite constant (one of at
+most :data:`CONSTANT_SIZE` values holding NaN or ±inf: a missing-value marker, a mask; training cannot have
+made it, and a difference of NaN is NaN). Integer and quantized initializers are exchanged only when named
+(by pattern or by ``trainable``).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from onegraph.check import irsafe
 from onegraph.errors import FederatedError
 from onegraph.federated.fingerprint import dtype_name, fingerprint
 
-__all__ = ["FLOAT_TYPES", "INTEGER_TYPES", "QUANTIZED_TYPES", "QUANTIZATION_OPS", "Parameter", "Loaded",
+__all__ = ["CONSTANT_SIZE", "FLOAT_TYPES", "INTEGER_TYPES", "QUANTIZED_TYPES", "QUANTIZATION_OPS", "Parameter", "Loaded",
            "load", "kind_of", "select", "list_parameters", "get_parameters", "set_parameters",
            "mark_trainable"]
 
@@ -128,6 +130,17 @@ def load(model: Any, *, trusted: bool = False, role: str = "model") -> Loaded:
     return Loaded(loaded, digest, label, fields, os.fspath(model) if is_file else None)
 
 
+#: the most values an initializer may have to be read when selecting (a non-finite one is a constant)
+CONSTANT_SIZE = 4096
+
+
+def _non_finite_constant(value: ir.Value) -> bool:
+    t = value.const_value
+    if t is None or t.size > CONSTANT_SIZE:
+        return False  # large tensors are not read to select: the delta names a non-finite one
+    return not bool(np.isfinite(np.asarray(t.numpy(), dtype=np.float64)).all())
+
+
 def kind_of(value: ir.Value) -> str:
     """``float``, ``integer``, ``quantized`` or ``other`` for an initializer (see the module docstring)."""
     dtype = value.const_value.dtype if value.const_value is not None else ir.DataType.UNDEFINED
@@ -180,9 +193,11 @@ def select(loaded: Loaded, patterns: Iterable[str] | None = None) -> list[Parame
         elif trainable:
             chosen, why = name in trainable, "trainable (metadata)" if name in trainable else "not in trainable"
         else:
-            chosen = kind == "float" and name not in frozen
+            constant = kind == "float" and _non_finite_constant(value)
+            chosen = kind == "float" and name not in frozen and not constant
             why = "frozen (metadata)" if name in frozen else (
                 "floating point" if chosen else "never exchanged" if kind == "other" else
+                "holds NaN or ±inf: a constant, exchanged only when named" if constant else
                 f"{kind}: exchanged (exactly) only when named")
         if chosen and name in frozen:
             raise FederatedError(f"parameter {name!r} is selected but {loaded.label} lists it as frozen",

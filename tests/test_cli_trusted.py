@@ -1,0 +1,106 @@
+"""``--trusted`` is one promise at one boundary: every command that reads a model takes it
+(:func:`onegraph.cli.base.reads_models`), and under it no file the command reads goes to the isolated check,
+whichever function reads it (:func:`onegraph.check.loader.trusting`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from onegraph.errors import ModelFileError
+from test_io_leftovers import _commands
+
+#: commands that read no model file (build and quickstart read tables; check is the isolated check itself)
+READS_NO_MODEL = {"quickstart", "build", "check"}
+
+
+def _model_reading(model: str, data: str, delta: str, out: str) -> list[list[str]]:
+    """A command line per command that reads a model."""
+    return [
+        ["score", model, data, "-o", out + ".csv"],
+        ["show", model],
+        ["compare", model, "--rows", "4"],
+        ["convert", model, "--opset", "18", "-o", out + ".onnx"],
+        ["compose", model, model, "--name", "a", "--name", "b", "-o", out + ".onnx"],
+        ["fuse", model, "-o", out + ".onnx"],
+        ["functions", "list", model],
+        ["functions", "group", model, "--by", "scope", "-o", out + ".onnx"],
+        ["functions", "inline", model, "-o", out + ".onnx"],
+        ["stats", "calibrate", model, "--data", data, "-o", out + ".onnx"],
+        ["stats", "show", model],
+        ["stats", "recover", model, "-o", out + ".onnx"],
+        ["stats", "strip", model, "-o", out + ".onnx"],
+        ["meta", "show", model],
+        ["meta", "set", model, "description=x", "-o", out + ".onnx"],
+        ["meta", "validate", model],
+        ["meta", "diff", model, model],
+        ["fed", "params", model, "--select", "coef*", "-o", out + ".onnx"],
+        ["fed", "delta", model, model, "--samples", "5", "-o", out + ".safetensors"],
+        ["fed", "apply", model, delta, "-o", out + ".onnx"],
+        ["fed", "average", model, delta, "-o", out + ".onnx"],
+        ["serve", model, "--port", "0"],
+    ]
+
+
+def _words(args: list[str]) -> str:
+    return " ".join(args[:2] if args[0] in {"functions", "meta", "stats", "fed"} else args[:1])
+
+
+def test_every_command_that_reads_a_model_takes_trusted_at_the_boundary():
+    commands = {" ".join(words): c for words, c in _commands()}
+    reading = {name for name, c in commands.items() if name not in READS_NO_MODEL}
+    assert reading == {_words(a) for a in _model_reading("M", "D", "X", "O")}
+    for name in reading:
+        options = {o for p in commands[name].params for o in getattr(p, "opts", [])}
+        assert "--trusted" in options and getattr(commands[name].callback, "reads_models", False), name
+
+
+@pytest.fixture
+def refusing_guard(monkeypatch):
+    """The isolated check refuses every file: a command reaching it prints its refusal."""
+    import onegraph.check.guard as guard
+    import onegraph.serve.server as server
+
+    def refuse(source, *, purpose, limits=None):
+        raise ModelFileError(f"{source.label} refused by the test's guard")
+
+    monkeypatch.setattr(guard, "ensure_safe", refuse)
+    monkeypatch.setattr(server.Server, "run", lambda self: None)  # serve loads its models, then returns
+
+
+def test_trusted_skips_the_check_of_every_file_every_command_reads(cli, refusing_guard, penguins_onnx, penguins,
+                                                                   tmp_path):
+    """Without ``--trusted`` each command reaches the check (here refusing everything) in one line; with it,
+    none does — compare, convert, compose, stats, functions and fuse had no ``--trusted`` and could not open a
+    file the check refused. A command may still refuse the model for its own reason (``stats recover`` of a
+    model holding no quantization), never for the check's."""
+    from onegraph.check import trusting
+    from onegraph.federated.deltas import make_delta
+
+    model = tmp_path / "m.onnx"
+    model.write_bytes(penguins_onnx.read_bytes())
+    data = tmp_path / "rows.csv"
+    penguins.head(40).to_csv(data, index=False)
+    delta = tmp_path / "d.safetensors"
+    with trusting():
+        make_delta(model, model, delta, samples=5)
+    for i, args in enumerate(_model_reading(str(model), str(data), str(delta), "OUT")):
+        args = [a.replace("OUT", str(tmp_path / f"out{i}")) for a in args]
+        refused = cli(*args)
+        assert refused.returncode == 1 and "refused by the test's guard" in refused.stderr, (args, refused.stderr)
+        assert refused.stderr.count("\n") == 1, (args, refused.stderr)
+        trusted = cli(*args[:_words(args).count(" ") + 1], "--trusted", *args[_words(args).count(" ") + 1:])
+        assert "refused by the test's guard" not in trusted.stderr, (args, trusted.stderr)
+        assert trusted.returncode == 0 or args[:2] == ["stats", "recover"], (args, trusted.stderr)
+
+
+def test_trusting_block_trusts_reads_of_functions_without_a_trusted_parameter(refusing_guard, penguins_onnx):
+    from onegraph.check import load_model, trusting
+    from onegraph.verify import compare_runtimes
+
+    with pytest.raises(ModelFileError, match="refused by the test's guard"):
+        compare_runtimes(str(penguins_onnx), rows=4)
+    with trusting():
+        assert compare_runtimes(str(penguins_onnx), rows=4).ok
+        load_model(penguins_onnx)
+    with pytest.raises(ModelFileError, match="refused by the test's guard"):  # the block ended
+        load_model(penguins_onnx)
