@@ -86,6 +86,21 @@ def test_ml_nodes_are_reported_not_skipped():
     np.testing.assert_allclose(ort_run(converted, feeds)[-1], expected, rtol=1e-5, atol=1e-6)
 
 
+def test_ml_node_deprecated_at_the_target_ml_opset_is_refused_by_name_not_reported_kept():
+    """TreeEnsembleClassifier (skl2onnx's forests) is deprecated at ai.onnx.ml 5 (TreeEnsemble replaces it):
+    the report said "kept: every attribute it uses exists in TreeEnsembleClassifier-5", then onnx's checker
+    refused the model. The node itself is refused, naming the replacement and the highest ml opset that has it."""
+    model, feeds, _ = sklearn_model("forest")
+    with pytest.raises(ConversionError) as caught:
+        convert_opset(model, 21, data=feeds, ml_opset=5)
+    refused = [n for n in caught.value.report.nodes if not n.ok]
+    assert [n.op_type for n in refused] == ["TreeEnsembleClassifier"]
+    assert "deprecated at ai.onnx.ml opset 5 (replaced by TreeEnsemble)" in refused[0].how
+    assert "--ml-opset 4" in refused[0].how
+    converted, report = convert_opset(model, 21, data=feeds, ml_opset=4)
+    assert report.ok and {o.domain: o.version for o in converted.opset_import}["ai.onnx.ml"] == 4
+
+
 def test_ml_node_without_equivalent_is_refused_by_name():
     node = helper.make_node("LabelEncoder", ["x"], ["y"], domain="ai.onnx.ml", name="codes",
                             keys_int64s=[1, 2], values_int64s=[10, 20])

@@ -237,7 +237,13 @@ def _describe_other_domains(rec: NodeConversion, local: set, original: onnx.Mode
         node = next((n for n in _all_nodes(original) if (n.name or n.op_type) == rec.name
                      and n.op_type == rec.op_type), None)
         missing = [a.name for a in node.attribute if a.name not in target.attributes] if node and target else None
-        if rec.to_version == rec.from_version:
+        if target is not None and target.deprecated:
+            rec.ok = False
+            replaced = {"TreeEnsembleClassifier": "TreeEnsemble", "TreeEnsembleRegressor": "TreeEnsemble"}
+            instead = f" (replaced by {replaced[rec.op_type]})" if rec.op_type in replaced else ""
+            rec.how = (f"deprecated at ai.onnx.ml opset {rec.to_version}{instead}: onnx defines no {rec.op_type} "
+                       f"there; convert with --ml-opset {rec.to_version - 1} or lower")
+        elif rec.to_version == rec.from_version:
             rec.how = f"same definition at ai.onnx.ml opset {ml_opset}: kept"
         elif missing == []:
             rec.how = (f"kept: every attribute it uses exists in {rec.op_type}-{rec.to_version} "
