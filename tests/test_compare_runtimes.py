@@ -111,3 +111,24 @@ def test_rows_limit_npz_data_and_nothing_compared_is_an_error(tmp_path, cli):
     np.savez(empty, **{k: v[:0] for k, v in feeds.items()})
     result = cli("compare", str(path), "--data", str(empty))
     assert result.returncode == 1 and "no rows" in result.stderr
+
+
+def test_a_matrix_model_given_a_table_with_more_numeric_columns_names_them(cli, tmp_path):
+    """A skl2onnx model's ``X`` takes the table's numeric columns in order: a CSV that still holds the target
+    stacked it as a fifth column and onnxruntime said "Got invalid dimensions for input: X". Now the width is
+    compared first, naming the columns; the feature columns alone compare."""
+    from convert_models import PENGUIN_NUMERIC, sklearn_model
+
+    from onegraph.datasets import load_penguins
+
+    model, _, _ = sklearn_model("forest")
+    path = tmp_path / "forest.onnx"
+    path.write_bytes(model)
+    table = load_penguins().dropna(subset=PENGUIN_NUMERIC)[[*PENGUIN_NUMERIC, "year"]]
+    table.to_csv(tmp_path / "with_year.csv", index=False)
+    result = cli("compare", str(path), "--data", str(tmp_path / "with_year.csv"))
+    assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
+    assert "matrix input 'X' takes 4 columns; the table has 5 numeric columns" in result.stderr
+    assert "year" in result.stderr and "drop the target" in result.stderr
+    table[PENGUIN_NUMERIC].to_csv(tmp_path / "features.csv", index=False)
+    assert cli("compare", str(path), "--data", str(tmp_path / "features.csv")).returncode == 0

@@ -172,6 +172,13 @@ def table_feeds(proto: onnx.ModelProto, data: Any, *, rows: int | None = None) -
         if numeric.shape[1] == 0:
             raise DataError("the table has no numeric column to feed the model's matrix input "
                             f"{inputs[0].name!r}", hint="give a table of numbers, or a .npz named by input")
+        width = inputs[0].type.tensor_type.shape.dim[1]
+        if width.HasField("dim_value") and width.dim_value != numeric.shape[1]:
+            names = ", ".join(map(str, numeric.columns[:8])) + (", ..." if numeric.shape[1] > 8 else "")
+            raise DataError(f"the model's matrix input {inputs[0].name!r} takes {width.dim_value} columns; the "
+                            f"table has {numeric.shape[1]} numeric columns ({names})",
+                            hint="keep only the feature columns, in the order the model was fitted on (drop the "
+                                 "target), or give a .npz of arrays named by input")
         return {inputs[0].name: _cast(inputs[0], numeric.to_numpy())}
     missing = [i.name for i in inputs if i.name not in columns]
     raise DataError(f"the table has no column for input(s) {', '.join(map(repr, missing))}",
