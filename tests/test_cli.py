@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import cli_run
+import onnx
 import pytest
 
 import onegraph
@@ -129,6 +130,9 @@ def test_show_a_model_built_elsewhere(cli):
     assert [(i["kind"], i["onnx_type"]) for i in info["inputs"]] == [("?", "float32")]
     done = cli("show", str(model))
     assert done.returncode == 0 and "float32" in done.stdout, done.stderr
+    # its input's shape is printed (the table had no shape column for inputs)
+    shape = [d.dim_value or d.dim_param or "?" for d in onnx.load(model).graph.input[0].type.tensor_type.shape.dim]
+    assert str(shape) in done.stdout.replace("\n", ""), done.stdout
 
 
 @pytest.mark.parametrize("fmt", ["%m/%d/%Y", "%d.%m.%Y", "%d/%m/%Y %H:%M"])

@@ -235,10 +235,11 @@ def show(
         out.print_json(json.dumps(info, default=str))
         return
     table = Table(title=f"inputs of {model}", title_justify="left")
-    for col in ("column", "kind", "graph type", "built from", "missing value"):
+    for col in ("column", "kind", "graph type", "shape", "built from", "missing value"):
         table.add_column(col)
     for i in info["inputs"]:
-        table.add_row(i["name"], i["kind"], i["onnx_type"], i.get("source_dtype", ""), i["missing"])
+        table.add_row(i["name"], i["kind"], i["onnx_type"], str(i.get("shape", "")), i.get("source_dtype", ""),
+                      i["missing"])
     out.print(table)
     table = Table(title="outputs", title_justify="left")
     for col in ("output", "role", "type", "shape", "classes"):
