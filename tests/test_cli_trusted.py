@@ -5,9 +5,9 @@ whichever function reads it (:func:`onegraph.check.loader.trusting`)."""
 from __future__ import annotations
 
 import pytest
+from test_io_leftovers import _commands
 
 from onegraph.errors import ModelFileError
-from test_io_leftovers import _commands
 
 #: commands that read no model file (build and quickstart read tables; check is the isolated check itself)
 READS_NO_MODEL = {"quickstart", "build", "check"}
@@ -57,8 +57,8 @@ def test_every_command_that_reads_a_model_takes_trusted_at_the_boundary():
 @pytest.fixture
 def refusing_guard(monkeypatch):
     """The isolated check refuses every file: a command reaching it prints its refusal."""
-    import onegraph.check.guard as guard
-    import onegraph.serve.server as server
+    from onegraph.check import guard
+    from onegraph.serve import server
 
     def refuse(source, *, purpose, limits=None):
         raise ModelFileError(f"{source.label} refused by the test's guard")

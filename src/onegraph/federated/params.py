@@ -39,8 +39,8 @@ from onegraph.check import irsafe
 from onegraph.errors import FederatedError
 from onegraph.federated.fingerprint import dtype_name, fingerprint
 
-__all__ = ["CONSTANT_SIZE", "FLOAT_TYPES", "INTEGER_TYPES", "QUANTIZED_TYPES", "QUANTIZATION_OPS", "Parameter", "Loaded",
-           "load", "kind_of", "select", "list_parameters", "get_parameters", "set_parameters",
+__all__ = ["CONSTANT_SIZE", "FLOAT_TYPES", "INTEGER_TYPES", "QUANTIZED_TYPES", "QUANTIZATION_OPS", "Parameter",
+           "Loaded", "load", "kind_of", "select", "list_parameters", "get_parameters", "set_parameters",
            "mark_trainable"]
 
 FLOAT_TYPES = frozenset({ir.DataType.FLOAT16, ir.DataType.BFLOAT16, ir.DataType.FLOAT, ir.DataType.DOUBLE})
