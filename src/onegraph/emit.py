@@ -52,6 +52,14 @@ INT64 = ir.DataType.INT64
 BOOL = ir.DataType.BOOL
 STRING = ir.DataType.STRING
 
+#: operators whose numeric inputs share one element type: a float32 / float16 constant beside a double input is
+#: read as double (numbers are computed in double; scikit-learn keeps some fitted attributes in the dtype of the
+#: data it was fitted on, e.g. MinMaxScaler's ``scale_`` from float32 columns)
+_SAME_TYPE = frozenset({"Add", "Sub", "Mul", "Div", "MatMul", "Gemm", "Max", "Min", "Sum", "Mean", "Mod", "Equal",
+                        "Greater", "Less", "GreaterOrEqual", "LessOrEqual", "Where", "Concat", "Clip"})
+_NARROW_FLOATS = frozenset({ir.DataType.FLOAT, ir.DataType.FLOAT16, ir.DataType.BFLOAT16})
+
+
 @dataclasses.dataclass(frozen=True)
 class Col:
     """One column flowing through the graph.
@@ -172,6 +180,8 @@ class GraphBuilder:
         """
         meta = self._node_metadata()
         attrs = {k: v for k, v in attributes.items() if v is not None}
+        if op_type in _SAME_TYPE and not domain:
+            inputs = self._double_constants(inputs)
         node = ir.node(
             op_type,
             list(inputs),
@@ -192,6 +202,14 @@ class GraphBuilder:
         if dtype is not None:
             node.outputs[0].dtype = dtype
         return node.outputs[0] if outputs == 1 else tuple(node.outputs)
+
+    def _double_constants(self, inputs: tuple[ir.Value | None, ...]) -> tuple[ir.Value | None, ...]:
+        """``inputs`` with each float32 / float16 constant read as double when another input is double."""
+        if not any(v is not None and v.dtype == DOUBLE for v in inputs):
+            return inputs
+        return tuple(self.const(v.const_value.numpy().astype(np.float64), v.name)
+                     if v is not None and v.const_value is not None and v.dtype in _NARROW_FLOATS else v
+                     for v in inputs)
 
     def const(self, array: Any, name: str = "c", dtype: Any = None) -> ir.Value:
         """An initializer holding ``array`` (numpy-convertible; strings become a string tensor).

@@ -14,7 +14,7 @@ from sklearn.pipeline import Pipeline
 from onegraph.errors import DataError, ExportError, MissingColumnError
 from onegraph.verify.parity import as_graph_values
 
-__all__ = ["split_pipeline", "is_predictor", "input_columns", "column_key", "expected_outputs"]
+__all__ = ["split_pipeline", "is_predictor", "input_columns", "column_key", "expected_outputs", "double_reference"]
 
 
 def split_pipeline(preprocessing: Any, model: Any) -> tuple[Any, Any]:
@@ -98,7 +98,12 @@ def column_key(frame: pd.DataFrame, name: str) -> Any:
 
 def expected_outputs(pipeline: Any, model: Any, frame: pd.DataFrame) -> dict[Any, Any]:
     """What the source objects give on ``frame``: ``label`` / ``probabilities`` (classifier), ``prediction``
-    (regressor), or the transformed columns by position (no model), in the graph's representation."""
+    (regressor), or the transformed columns by position (no model), in the graph's representation.
+
+    Float32 / float16 columns are given to them as float64 (:func:`double_reference`): the graph reads their
+    exact values and computes in double, where scikit-learn on float32 data computes in float32 (its answer
+    ~1e-7 relative away, and any value computed as 0 from cancelling terms an absolute float32 rounding)."""
+    frame = double_reference(frame)
     x = frame
     if pipeline is not None:
         x = pipeline.transform(frame)
@@ -115,6 +120,29 @@ def expected_outputs(pipeline: Any, model: Any, frame: pd.DataFrame) -> dict[Any
     if is_classifier(model):
         return {"label": np.asarray(model.predict(x))}
     return {"prediction": np.asarray(model.predict(x))}
+
+
+def double_reference(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its float32 / float16 columns (numpy, pandas ``Float32``, Arrow) as float64, the same
+    values exactly; ``frame`` itself when it has none."""
+    wider = {}
+    for j, dtype in enumerate(frame.dtypes):
+        if isinstance(dtype, np.dtype):
+            if dtype.kind == "f" and dtype.itemsize < 8:
+                wider[j] = np.dtype(np.float64)
+        elif isinstance(dtype, pd.Float32Dtype):
+            wider[j] = pd.Float64Dtype()
+        elif isinstance(dtype, pd.ArrowDtype):
+            import pyarrow as pa
+
+            if pa.types.is_float32(dtype.pyarrow_dtype) or pa.types.is_float16(dtype.pyarrow_dtype):
+                wider[j] = pd.ArrowDtype(pa.float64())
+    if not wider:
+        return frame
+    out = frame.copy(deep=False)
+    for j, dtype in wider.items():
+        out.isetitem(j, frame.iloc[:, j].astype(dtype))
+    return out
 
 
 def _columns(x: Any) -> list[Any]:
