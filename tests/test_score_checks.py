@@ -133,3 +133,31 @@ def test_sequence_model_honours_checks():
     refused.loc[refused.index[5], "ts"] = pd.Timestamp("1800-07-01", tz="Europe/Paris")
     with pytest.raises(OutOfRangeError, match="'ts'"):
         onegraph.score(proto, refused)
+
+
+@pytest.mark.parametrize("encoder, advice", [
+    ("OneHotEncoder", {"handle_unknown": "ignore"}),
+    ("OrdinalEncoder", {"handle_unknown": "use_encoded_value", "unknown_value": -1}),
+])
+@pytest.mark.parametrize("library", ["sklearn", "onegraph"])
+def test_an_unseen_category_error_gives_advice_the_encoder_takes(encoder, advice, library):
+    """sklearn-onnx#1132 / #1197 territory: an OrdinalEncoder refusing an unseen island said "set
+    handle_unknown='ignore' or 'infrequent_if_exist'", values OrdinalEncoder refuses. Each encoder's check carries
+    its own advice; following it, scikit-learn fits and onegraph scores the unseen row."""
+    import sklearn.preprocessing
+
+    from onegraph import frame as og_frame
+
+    cls = getattr(sklearn.preprocessing if library == "sklearn" else og_frame, encoder)
+    x, y = _islands()
+    pipe = make_pipeline(cls(), LogisticRegression(max_iter=500)).fit(x, y)
+    proto = onegraph.build(pipe, None, sample=x)
+    unseen = pd.DataFrame({"island": ["Atlantis", "Dream"]}, dtype=object)
+    with pytest.raises(UnknownCategoryError, match="Atlantis") as caught:
+        onegraph.score(proto, unseen)
+    said = caught.value.hint
+    assert all(f"{k}={v!r}" in said for k, v in advice.items()), said
+    fixed = make_pipeline(cls(**advice), LogisticRegression(max_iter=500)).fit(x, y)
+    got = onegraph.score(onegraph.build(fixed, None, sample=x), unseen)
+    np.testing.assert_allclose(got.filter(like="probabilities_").to_numpy(float), fixed.predict_proba(unseen),
+                               rtol=1e-9, atol=1e-12)

@@ -74,11 +74,11 @@ class ColumnTypeError(DataError):
 class UnknownCategoryError(DataError):
     """A categorical column holds a value never seen in fit, and its encoder was set to refuse it."""
 
-    def __init__(self, column: str, values: list, rows: list[int]) -> None:
+    def __init__(self, column: str, values: list, rows: list[int], hint: str | None = None) -> None:
         shown = ", ".join(repr(v) for v in values[:5]) + (", ..." if len(values) > 5 else "")
         super().__init__(
             f"column {column!r}: {len(rows)} row(s) hold categories not seen in fit ({shown}; first row {rows[0]})",
-            hint="fit on data that includes them, or set handle_unknown='ignore' or 'infrequent_if_exist'",
+            hint=hint or "fit on data that includes them, or set the encoder to take unknown categories",
         )
         self.column = column
         self.values = values

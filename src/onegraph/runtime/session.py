@@ -251,7 +251,7 @@ class Session:
                     values = []
                 if out.get("check") == "out_of_range":
                     raise OutOfRangeError(column, values, rows, out.get("covers", ""), out.get("hint"))
-                raise UnknownCategoryError(column, values, rows)
+                raise UnknownCategoryError(column, values, rows, out.get("hint"))
 
     def _raise_infinite(self, results: list[np.ndarray], feeds: dict[str, np.ndarray]) -> None:
         """A row whose answer (probabilities, prediction) is not finite while one of its numeric inputs is ±inf

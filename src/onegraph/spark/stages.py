@@ -136,7 +136,8 @@ def string_indexer(obj: Any, g: GraphBuilder, columns: dict[str, Column], skips:
                      keys_strings=[str(v) for v in labels], values_int64s=list(range(len(labels))),
                      default_int64=-1)
         unseen = g.op("Equal", index, g.const(np.int64(-1), "unseen"), dtype=BOOL)  # missing values too
-        _invalid(g, mode, unseen, src, skips)
+        _invalid(g, mode, unseen, src, skips, hint="fit on data that includes them, or set the StringIndexer's "
+                 "handleInvalid='keep' (or 'skip')")
         value = _cast(g, index, DOUBLE)
         if mode == "keep":  # unseen labels and nulls get index numLabels
             value = g.op("Where", unseen, _num(g, len(labels), "n_labels"), value, dtype=DOUBLE)
@@ -156,7 +157,8 @@ def one_hot_encoder(obj: Any, g: GraphBuilder, columns: dict[str, Column], skips
         valid = g.op("And", g.op("GreaterOrEqual", x, _num(g, 0.0, "zero"), dtype=BOOL),
                      g.op("Less", x, _num(g, size, "n_categories"), dtype=BOOL), dtype=BOOL)  # NaN: invalid
         invalid = g.op("Not", valid, dtype=BOOL)
-        _invalid(g, "keep" if keep else "error", invalid, src, skips)
+        _invalid(g, "keep" if keep else "error", invalid, src, skips,
+                 hint="fit on data that includes them, or set the OneHotEncoder's handleInvalid='keep'")
         # label.toInt truncates; an invalid label takes index numCategories (kept) or -1 (refused above)
         index = g.op("Floor", g.op("Where", valid, x, _num(g, size if keep else -1, "invalid_index"), dtype=DOUBLE),
                      dtype=DOUBLE)

@@ -238,11 +238,19 @@ def lookup_index(g: GraphBuilder, col: Col, keys: np.ndarray):
     return Val(g, label_lookup(g, col, keys, np.arange(len(keys), dtype=np.int64), -1), INT64)
 
 
-def _check_unknown(g: GraphBuilder, col: Col, keys: np.ndarray) -> None:
-    """Add the boolean output flagging rows whose value is not a known category."""
+#: what to set on each encoder so it takes unseen categories (the error's hint; OrdinalEncoder has no 'ignore')
+UNKNOWN_HINTS = {
+    "OneHotEncoder": "fit on data that includes them, or set handle_unknown='ignore' or 'infrequent_if_exist'",
+    "OrdinalEncoder": "fit on data that includes them, or set handle_unknown='use_encoded_value' with "
+                      "unknown_value=-1 (or np.nan)",
+}
+
+
+def _check_unknown(g: GraphBuilder, col: Col, keys: np.ndarray, encoder: str) -> None:
+    """Add the boolean output flagging rows whose value is not a known category of ``encoder``."""
     known = label_lookup(g, col, keys, np.zeros(len(keys), np.int64), 1)
     flag = g.op("Cast", known, to=BOOL, dtype=BOOL)
-    g.flag(flag, "unknown_category", col.name)
+    g.flag(flag, "unknown_category", col.name, hint=UNKNOWN_HINTS[encoder])
 
 
 #: the most doubles a one-hot lookup table holds (512 KiB); columns with more categories use ``OneHot``
@@ -267,7 +275,7 @@ def emit_one_hot_encoder(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col
             encoded.append((col, keys, _positions(rows), width if unknown is None else int(_positions(unknown)[0]),
                             width))
             if unknown is None:
-                _check_unknown(g, col, keys)
+                _check_unknown(g, col, keys, "OneHotEncoder")
     if not encoded:
         return []
     blocks = [_one_hot_group(g, group) for group in _table_groups(encoded)]
@@ -323,7 +331,7 @@ def emit_ordinal_encoder(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col
         default = np.nan if unknown is None else float(unknown[0, 0])
         value = label_lookup(g, col, keys, rows[:, 0].astype(np.float64), default)
         if unknown is None:
-            _check_unknown(g, col, keys)
+            _check_unknown(g, col, keys, "OrdinalEncoder")
         out.append(Col(names[i], "float", value, DOUBLE))
     return out
 
