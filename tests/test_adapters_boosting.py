@@ -16,6 +16,7 @@ from compose_helpers import penguins, species_codes
 from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
 import onegraph
+from onegraph.errors import ExportError
 from onegraph.export.adapters.legacy_trees import LEGACY_OPS, upgrade_tree_ensembles
 
 
@@ -218,3 +219,22 @@ def test_catboost_categorical_features_are_refused_with_the_reason():
         frame, cars["Miles_per_Gallon"].fillna(20))
     with pytest.raises(onegraph.errors.ExportError, match="CatBoost's ONNX export does not support them"):
         onegraph.export.adapt(model)
+
+
+def test_xgboost_fitted_with_another_missing_value_is_refused_naming_it():
+    """onnxmltools#373: XGBClassifier(missing=0.0) (a standard binary:logistic objective) was refused with
+    onnxmltools' reason and the advice "use a standard objective". The cause is named, with the fix, and the fix
+    builds a graph that scores like the model."""
+    import xgboost as xgb
+    from sklearn.datasets import load_breast_cancer
+
+    x, y = load_breast_cancer(return_X_y=True, as_frame=True)
+    model = xgb.XGBClassifier(n_estimators=10, max_depth=3, missing=0.0).fit(x, y)
+    with pytest.raises(ExportError, match=r"missing=0\.0") as caught:
+        onegraph.build(model, None, sample=x)
+    assert "missing=np.nan" in caught.value.hint and "standard objective" not in str(caught.value)
+    fixed = x.replace(0.0, np.nan)
+    model = xgb.XGBClassifier(n_estimators=10, max_depth=3).fit(fixed, y)
+    got = onegraph.score(onegraph.build(model, None, sample=fixed), fixed)
+    np.testing.assert_allclose(got.filter(like="probabilities_").to_numpy(float), model.predict_proba(fixed),
+                               rtol=1e-5, atol=1e-5)

@@ -71,6 +71,13 @@ class BoostingModel(Adapter):
         from onnxmltools.convert.common.data_types import FloatTensorType
 
         types = [("X", FloatTensorType([None, self.consumes.width]))]
+        missing = getattr(self.model, "missing", np.nan) if self.library == "xgboost" else np.nan
+        if missing is not None and not (isinstance(missing, float) and np.isnan(missing)):
+            # onnxmltools#373: its trees send only NaN down the missing branch
+            raise ExportError(f"{self.source} was fitted with missing={missing!r}: XGBoost sent those values down "
+                              "each tree's missing branch, which an ONNX tree ensemble takes for NaN only",
+                              hint="fit with missing=np.nan (the default), after replacing the values meant as "
+                                   f"missing by NaN (e.g. X.replace({missing!r}, np.nan))")
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -84,7 +91,8 @@ class BoostingModel(Adapter):
                                         zipmap=False)
         except Exception as exc:  # onnxmltools raises many types for unsupported objectives / options
             raise ExportError(f"onnxmltools cannot convert {self.source}: {exc}",
-                              hint="use a standard objective (binary, multiclass, regression)") from None
+                              hint="onnxmltools converts the standard objectives (binary, multiclass, "
+                                   "regression) and options; check the model's parameters") from None
 
     def emit(self, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
         from onegraph.export.adapters.onnx_graph import splice
