@@ -187,6 +187,60 @@ def test_keep_of_a_column_named_as_an_output_is_refused(tmp_path, cli, penguins_
     assert list(pd.read_csv(tmp_path / "s.csv").columns)[:2] == ["island", "label"]
 
 
+def test_keep_copies_the_columns_exactly_as_written(tmp_path, cli, penguins_onnx, penguins):
+    """``--keep`` re-typed the column as pandas guesses: account ids 007 / 0042 / 1e5 came out 7.0 / 42.0 /
+    100000.0, the text NA empty. A kept column is read as the text written (only an empty cell is missing);
+    the model's own columns are read as before, and score as from the DataFrame."""
+    rows = penguins.head(5).copy()
+    rows["account"] = ["007", "0042", "1e5", "", "12"]
+    rows["code"] = ["NA", "TRUE", "1.10", "null", "x"]
+    rows.to_csv(tmp_path / "rows.csv", index=False)
+    result = cli("score", str(penguins_onnx), str(tmp_path / "rows.csv"), "-o", str(tmp_path / "s.csv"),
+                 "--keep", "account", "--keep", "code")
+    assert result.returncode == 0, result.stderr
+    written = pd.read_csv(tmp_path / "s.csv", dtype=str, keep_default_na=False)
+    assert written["account"].tolist() == ["007", "0042", "1e5", "", "12"]
+    assert written["code"].tolist() == ["NA", "TRUE", "1.10", "null", "x"]
+    expected = onegraph.score(penguins_onnx, rows)
+    np.testing.assert_allclose(pd.read_csv(tmp_path / "s.csv").filter(like="probabilities_").to_numpy(float),
+                               expected.filter(like="probabilities_").to_numpy(float), rtol=1e-15)
+    assert "read " in result.stdout and "written " in result.stdout  # the time of each part, not scoring alone
+
+
+def test_score_reads_a_parquet_dataset_folder(tmp_path, cli, penguins_onnx, penguins):
+    """A hive-partitioned Parquet folder (pyarrow's write_to_dataset, Spark's output, ``score --spark``'s own
+    ``x.parquet/``) was refused as "not a folder of images or audio files"; it is read as one table."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_to_dataset(pa.Table.from_pandas(penguins), str(tmp_path / "rows.parquet"), partition_cols=["island"])
+    result = cli("score", str(penguins_onnx), str(tmp_path / "rows.parquet"), "-o", str(tmp_path / "s.parquet"),
+                 "--keep", "bill_length_mm", "--keep", "island")
+    assert result.returncode == 0, result.stderr
+    got = pd.read_parquet(tmp_path / "s.parquet")
+    read = pd.read_parquet(tmp_path / "rows.parquet")  # pyarrow's own reading of the dataset, in its row order
+    assert len(got) == len(penguins)
+    expected = onegraph.score(penguins_onnx, read.astype({"island": str}))
+    np.testing.assert_allclose(got.filter(like="probabilities_").to_numpy(float),
+                               expected.filter(like="probabilities_").to_numpy(float), rtol=1e-15)
+    assert got["island"].astype(str).tolist() == read["island"].astype(str).tolist()
+
+
+def test_a_zstd_output_without_zstandard_is_refused_before_scoring(tmp_path, cli, penguins_onnx, penguins,
+                                                                    monkeypatch):
+    """``-o scores.csv.zst`` without the optional zstandard package scored, then failed with "internal error
+    (ImportError)"; it is refused first, in one line."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "zstandard" else real(name, *a))
+    penguins.head(5).to_csv(tmp_path / "rows.csv", index=False)
+    result = cli("score", str(penguins_onnx), str(tmp_path / "rows.csv"), "-o", str(tmp_path / "s.csv.zst"))
+    assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
+    assert "needs the zstandard package" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.csv"]
+
+
 def test_convert_and_compare_refuse_data_without_rows(tmp_path, cli, penguins_onnx, penguins):
     penguins.head(0).to_csv(tmp_path / "header.csv", index=False)
     for args in (["convert", str(penguins_onnx), "--opset", "20", "--data", str(tmp_path / "header.csv"),

@@ -31,7 +31,8 @@ import pandas as pd
 
 from onegraph.errors import DataError, OnegraphError
 
-__all__ = ["atomic_path", "check_output_path", "TABLE_SUFFIXES", "write_bytes", "save_model", "read_table", "write_table",
+__all__ = ["atomic_path", "check_output_path", "TABLE_SUFFIXES", "write_bytes", "save_model", "is_parquet_dataset",
+           "read_table", "write_table",
            "remove_stale_temporaries", "STALE_AFTER", "table_format"]
 
 #: seconds since its last change before an unlocked temporary file counts as a dead writer's leftover
@@ -214,15 +215,25 @@ def save_model(model: Any, path: str | os.PathLike) -> None:
 
 
 # -- tables ---------------------------------------------------------------------------------------
+def is_parquet_dataset(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a folder holding a Parquet dataset (part files, hive partitions: what Spark and
+    ``score --spark`` write)."""
+    p = Path(path)
+    return p.is_dir() and next(p.rglob("*.parquet"), None) is not None
+
+
 def read_table(path: str | os.PathLike, *, dtypes: dict[str, str] | None = None,
-               specs: Sequence[Any] | None = None) -> pd.DataFrame:
-    """Read a CSV or Parquet file into a DataFrame.
+               specs: Sequence[Any] | None = None, text: Sequence[str] = ()) -> pd.DataFrame:
+    """Read a CSV or Parquet file (or a Parquet dataset folder, :func:`is_parquet_dataset`) into a DataFrame.
 
     ``specs`` (the model's input schema, :class:`~onegraph.contract.columns.ColumnSpec` list) or ``dtypes``
     (column -> kind) makes CSV columns read as the model takes them: text columns stay text even when every
     value looks like a number, datetime columns are parsed
     (:func:`~onegraph.contract.feeds.parse_datetime_text`: a tz-aware column in its stored zone, whatever
-    offsets the text has).
+    offsets the text has). Cells pandas reads as missing (empty, ``NA``, ``null``, ``N/A``, ``nan``...) are
+    missing in every such column, as when ``build`` reads the CSV. ``text`` names CSV columns read exactly as
+    written (``007`` stays ``007``, ``NA`` stays ``NA``; only an empty cell is missing): columns copied, not
+    fed to a model.
 
     Raises
     ------
@@ -233,8 +244,15 @@ def read_table(path: str | os.PathLike, *, dtypes: dict[str, str] | None = None,
     p = Path(path)
     if not p.exists():
         raise DataError(f"data file {p} does not exist", hint="check the path")
+    if is_parquet_dataset(p):
+        try:
+            return pd.read_parquet(p)
+        except Exception as exc:  # pyarrow's dataset errors (mixed schemas, unreadable part files)
+            raise DataError(f"cannot read the Parquet dataset {p}: {exc}",
+                            hint="check that its part files share one schema") from None
     if p.is_dir():
-        raise DataError(f"{p} is a folder, not a data file", hint="give a .csv or .parquet file")
+        raise DataError(f"{p} is a folder, not a data file", hint="give a .csv or .parquet file, or a folder of "
+                        "Parquet part files")
     suffixes = [x.lower() for x in p.suffixes]
     compressed = bool(suffixes) and suffixes[-1] in _COMPRESSIONS
     suffix = (suffixes[-2] if compressed and len(suffixes) > 1 else p.suffix.lower()) if suffixes else ""
@@ -245,7 +263,7 @@ def read_table(path: str | os.PathLike, *, dtypes: dict[str, str] | None = None,
             sep = "\t" if suffix == ".tsv" else (None if compressed else _sniff_delimiter(p))
             kinds = {s.name: s.kind for s in specs} if specs is not None else dict(dtypes or {})
             zones = {s.name: s.tz for s in specs or () if s.tz}
-            return _read_csv(p, kinds, zones, sep=sep or ",")
+            return _read_csv(p, kinds, zones, sep=sep or ",", text=text)
     except OnegraphError:
         raise
     except Exception as exc:  # pandas / pyarrow raise many types for malformed files
@@ -269,19 +287,30 @@ def _sniff_delimiter(p: Path) -> str | None:
         return None
 
 
-def _read_csv(p: Path, kinds: dict[str, str], zones: dict[str, str], sep: str) -> pd.DataFrame:
+def _read_csv(p: Path, kinds: dict[str, str], zones: dict[str, str], sep: str, text: Sequence[str] = ()
+              ) -> pd.DataFrame:
     from onegraph.contract.feeds import parse_datetime_text
 
     _refuse_repeated_names(p, sep)
     header = pd.read_csv(p, nrows=0, sep=sep).columns
-    dtype = {c: "str" for c in header if kinds.get(str(c)) == "string"}
+    exact = {str(c) for c in text} - {k for k, v in kinds.items() if v != "string"}
+    dtype = {c: "str" for c in header if kinds.get(str(c)) == "string" or str(c) in exact}
     parse = [c for c in header if kinds.get(str(c)) == "datetime"]
-    frame = pd.read_csv(p, sep=sep, dtype=dtype or None)
+    options = {}
+    if exact & {str(c) for c in header}:  # pandas' missing tokens for every column but the exact ones
+        options = dict(keep_default_na=False,
+                       na_values={c: [""] if str(c) in exact else _PANDAS_NA for c in header})
+    frame = pd.read_csv(p, sep=sep, dtype=dtype or None, **options)
     for c in parse:
         frame[c] = parse_datetime_text(str(c), frame[c], zones.get(str(c)))
     if frame.shape[1] == 0:
         raise DataError(f"data file {p} has no columns")
     return frame
+
+
+#: the cells pandas' read_csv reads as missing by default (its documentation's list)
+_PANDAS_NA = ["", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>", "N/A",
+              "NA", "NULL", "NaN", "None", "n/a", "nan", "null"]
 
 
 def _refuse_repeated_names(p: Path, sep: str) -> None:
@@ -308,6 +337,12 @@ def table_format(path: str | os.PathLike) -> tuple[str, str | None]:
     compression = _COMPRESSIONS.get(suffixes[-1]) if suffixes else None
     kind = suffixes[-2] if compression and len(suffixes) == 2 else (suffixes[-1] if suffixes else "")
     if kind == ".csv":
+        if compression == "zstd":
+            from importlib.util import find_spec
+
+            if find_spec("zstandard") is None:  # pandas writes .zst through it (an optional package)
+                raise DataError(f"output {p}: writing .zst needs the zstandard package",
+                                hint="pip install zstandard, or write .csv.gz / .csv.xz / .parquet")
         return "csv", compression
     if kind in (".parquet", ".pq") and compression is None:
         return "parquet", None

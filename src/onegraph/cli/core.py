@@ -183,12 +183,12 @@ def score(
         rate = rows / elapsed if elapsed > 0 else float("inf")
         out.print(f"wrote {output}: {rows} rows, columns {', '.join(columns)} ({rate:,.0f} rows/s on {spark})")
         return
-    from onegraph.io import read_table, table_format, write_table
+    from onegraph.io import is_parquet_dataset, read_table, table_format, write_table
     from onegraph.runtime import cached_session
 
     table_format(output)  # a name no table can be written to is refused before the scoring
     session = cached_session(model, trusted=trusted)
-    if data.is_dir() or not session.inputs:  # a folder of images / audio files, or a model taking them
+    if (data.is_dir() and not is_parquet_dataset(data)) or not session.inputs:  # images / audio, or a media model
         from onegraph.media.score import score_folder
 
         start = time.perf_counter()
@@ -197,10 +197,11 @@ def score(
         out.print(f"wrote {output}: {len(scores)} files, columns {', '.join(map(str, scores.columns))} "
                   f"({time.perf_counter() - start:.2f} s)")
         return
-    frame = read_table(data, specs=session.inputs)
     start = time.perf_counter()
+    frame = read_table(data, specs=session.inputs, text=keep or ())  # kept columns copied exactly as written
+    read = time.perf_counter()
     scores = session.score(frame)
-    elapsed = time.perf_counter() - start
+    elapsed = time.perf_counter() - read
     if keep:
         keep = list(dict.fromkeys(keep))
         missing = [k for k in keep if k not in frame.columns]
@@ -213,10 +214,12 @@ def score(
             raise OnegraphError(f"--keep {clash[0]!r}: the model's scores have a column {clash[0]!r} too",
                                 hint="keep other columns, or rename that input column in the data")
         scores = pd.concat([frame[keep].reset_index(drop=True), scores.reset_index(drop=True)], axis=1)
+    written = time.perf_counter()
     write_table(scores, output)
     rate = len(frame) / elapsed if elapsed > 0 else float("inf")
     out.print(f"wrote {output}: {len(scores)} rows, columns {', '.join(map(str, scores.columns))} "
-              f"({rate:,.0f} rows/s)")
+              f"({rate:,.0f} rows/s scoring; read {read - start:.2f} s, scored {elapsed:.2f} s, "
+              f"written {time.perf_counter() - written:.2f} s)")
 
 
 # -- show -----------------------------------------------------------------------------------------
