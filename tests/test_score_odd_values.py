@@ -313,3 +313,59 @@ def test_arrow_string_views_score_and_build_as_strings(penguins_onnx, rows, cont
     built = onegraph.build(encoder, None, data)
     np.testing.assert_array_equal(onegraph.score(built, rows).to_numpy(np.float64),
                                   encoder.transform(rows[["island"]]).toarray())
+
+
+# -- Arrow types numpy has no equivalent for ---------------------------------------------------------------------
+BILL = ColumnSpec("bill_length_mm", "float", "double")
+
+
+@pytest.mark.parametrize("container", ["arrow", "polars", "pandas"])
+def test_decimal_and_null_columns_are_read_exactly(container, session, rows):
+    """Arrow / polars / ArrowDtype decimals: a null was refused as "int64's minimum", 1.5 was cut to 1 for an
+    int input and 2**63 was called int64's minimum. A decimal is read as its exact value (a fraction refused by an
+    int input as a float's is; the overflow named as one); a null-type column (polars' Null) is all missing."""
+    from decimal import Decimal
+
+    def column(values, arrow_type):
+        array = pa.array(values, arrow_type)
+        if container == "arrow":
+            return pa.table({"c": array}).column("c")
+        if container == "polars":
+            return pl.from_arrow(pa.table({"c": array}))["c"]
+        return pd.Series(array.to_pandas(types_mapper=pd.ArrowDtype))
+
+    def feed(spec, values, arrow_type):
+        col = column(values, arrow_type)
+        frame = (pl.DataFrame({spec.name: col}) if container == "polars" else
+                 pd.DataFrame({spec.name: col if container == "pandas" else col.to_pandas(types_mapper=pd.ArrowDtype)}))
+        from onegraph.contract.tables import column_reader
+
+        _, _, get = column_reader(frame)
+        return to_feed(spec, get(spec.name))
+
+    years = [Decimal(2007), None, Decimal(2009)]
+    np.testing.assert_array_equal(feed(YEAR, years, pa.decimal128(20, 0)), [2007, NA_INT64, 2009])
+    np.testing.assert_array_equal(feed(BILL, [Decimal("39.1"), None], pa.decimal128(6, 2)), [39.1, np.nan])
+    with pytest.raises(ColumnTypeError, match=r"'year': value Decimal\('2007.5'\) at row 0 is not a whole number"):
+        feed(YEAR, [Decimal("2007.5")], pa.decimal128(6, 1))
+    with pytest.raises(ColumnTypeError, match="outside the int64 range"):
+        feed(YEAR, [Decimal(2**63)], pa.decimal128(20, 0))
+    np.testing.assert_array_equal(feed(YEAR, [None, None], pa.null()), [NA_INT64, NA_INT64])
+    assert np.isnan(feed(BILL, [None, None], pa.null())).all()
+
+
+@pytest.mark.parametrize("arrow_type", [pa.duration("s"), pa.duration("ms"), pa.date32(), pa.timestamp("us"),
+                                        pa.time64("us")], ids=str)
+def test_temporal_arrow_columns_are_refused_by_numeric_inputs(arrow_type, session, rows):
+    """A polars Duration / Arrow duration into a float or int input was read as its stored integer (one day:
+    86,400 as seconds, 86,400,000 as milliseconds); numpy's timedelta64 and datetime64 were refused."""
+    import datetime as dt
+
+    value = {"duration": dt.timedelta(days=1), "date32": dt.date(2020, 1, 1),
+             "timestamp": dt.datetime(2020, 1, 1), "time64": dt.time(12)}[str(arrow_type).split("[")[0]]
+    frame = rows.head(1).copy()
+    for name in ("bill_length_mm", "year"):
+        table = pa.Table.from_pandas(frame.drop(columns=[name]), preserve_index=False).append_column(
+            name, pa.array([value], arrow_type))
+        with pytest.raises(ColumnTypeError, match=f"column '{name}': .* values in a numeric column"):
+            session.score(table)

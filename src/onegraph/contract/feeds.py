@@ -52,6 +52,8 @@ def to_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
         values = np.asarray(values)
         if values.ndim != 1:
             raise ColumnTypeError(spec.name, f"expected one value per row, got an array of shape {values.shape}")
+    if isinstance(getattr(values, "dtype", None), pd.ArrowDtype):
+        values = _arrow_plain(spec, values)
     fn = _CONVERTERS[spec.kind]
     try:
         return fn(spec, values)
@@ -79,6 +81,25 @@ def _fast_feed(spec: ColumnSpec, values: Any) -> np.ndarray | None:
             return None  # the general path converts, or refuses the reserved INT64_MIN
         return values
     return None
+
+
+def _arrow_plain(spec: ColumnSpec, values: Any) -> Any:
+    """An Arrow-backed column whose type numpy has no equivalent for, as the converters take it: ``null``
+    (a column of nothing but missing values, polars' ``Null``) as missing; ``decimal`` as Python ``Decimal``
+    objects, converted exactly (a fraction is refused by an integer input, as a float's); dates, times and
+    durations refused by a numeric input (their numbers depend on the storage unit), as numpy's are."""
+    import pyarrow as pa
+
+    t = values.dtype.pyarrow_dtype
+    if pa.types.is_null(t):
+        return np.full(len(values), None, dtype=object)
+    if pa.types.is_decimal(t):
+        return values.to_numpy(dtype=object, na_value=None)
+    if spec.kind in ("float", "int", "bool") and pa.types.is_temporal(t):  # dates, times, durations
+        raise ColumnTypeError(spec.name, f"{values.dtype} values in a numeric column (their numbers depend on "
+                              "the unit they are stored in)", hint=_hint(spec) + ", e.g. a duration in seconds as "
+                              "column.dt.total_seconds()")
+    return values
 
 
 def _holds_int64_min(values: np.ndarray) -> bool:
