@@ -287,11 +287,22 @@ def category_values(spec: ColumnSpec, values: Any) -> np.ndarray:
     """Values for a categorical encoder: text for string columns; numbers keep int64 when complete."""
     if spec.kind == "string":
         return texts(spec, values)
-    if spec.kind in ("int", "bool"):
+    if spec.kind == "int":  # exact: ids beyond 2**53 stay apart (through float64 they merged)
+        from onegraph.contract.columns import NA_INT64
+        from onegraph.contract.feeds import to_feed
+
+        ints = to_feed(spec, values)
+        missing = ints == NA_INT64
+        if not missing.any():
+            return ints
+        if np.abs(ints[~missing]).max(initial=0) <= 2**53:
+            return np.where(missing, np.nan, ints.astype(np.float64))  # NaN: scikit-learn's missing category
+        out = ints.astype(object)
+        out[missing] = np.nan
+        return out
+    if spec.kind == "bool":
         nums = numbers(spec, values)
-        if not np.isnan(nums).any():
-            return nums.astype(np.int64) if spec.kind == "int" else nums.astype(bool)
-        return nums
+        return nums.astype(bool) if not np.isnan(nums).any() else nums
     if spec.kind == "float":
         return numbers(spec, values)
     raise ColumnTypeError(spec.name, f"{spec.kind} columns cannot be used as categories",

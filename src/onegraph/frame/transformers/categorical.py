@@ -112,6 +112,9 @@ def _is_missing(v: Any) -> bool:
 def _unknown_value(cats: np.ndarray) -> Any:
     if cats.dtype == object and any(isinstance(c, str) for c in cats):
         return "\uffff\uffffunknown"
+    if cats.dtype.kind in "iu":  # integer categories: an integer no category is (exact, however large)
+        known = {int(c) for c in cats}
+        return next(v for v in (max(known) + 1, min(known) - 1, 0) if v not in known and -2**63 < v < 2**63)
     finite = [float(c) for c in cats if not _is_missing(c)]
     return (max(finite) if finite else 0.0) + 1.5
 
@@ -142,7 +145,9 @@ def probes(est: Any) -> list[tuple[Any, Any]]:
     stops = np.cumsum([int(w) for w in widths])
     refuses = est.handle_unknown == "error"
     values = [list(c) + ([] if refuses else [_unknown_value(c)]) for c in cats]
-    dtype = object if any(c.dtype == object for c in cats) else np.float64
+    # integer categories probe as int64: ids beyond 2**53 would merge through float64
+    dtype = object if any(c.dtype == object for c in cats) else (
+        np.int64 if all(c.dtype.kind in "iu" for c in cats) else np.float64)
     encoder = copy.copy(est)  # the caller's encoder is left as it is
     encoder._sklearn_output_config = {"transform": "default"}  # arrays, whatever set_output asked
     if hasattr(est, "sparse_output"):
@@ -195,10 +200,19 @@ def _positions(block: Any) -> np.ndarray:
 
 
 def encoder_keys(col: Col, cats: np.ndarray) -> tuple[str, np.ndarray]:
-    """LabelEncoder keys matching how the column is held in the graph: strings, or doubles (NaN included)."""
+    """LabelEncoder keys matching how the column is held in the graph: strings; int64 for an integer column
+    whose categories are integers (exact beyond 2**53; a missing category as INT64_MIN, the column's missing
+    value); else doubles (NaN included)."""
     if col.kind == "string":
         return "string", np.asarray([MISSING_STRING if _is_missing(c) else str(c) for c in cats], dtype=object)
+    if col.dtype == INT64 and all(_is_missing(c) or _is_integer(c) for c in cats):
+        return "int64", np.asarray([INT64_MIN if _is_missing(c) else int(c) for c in cats], dtype=np.int64)
     return "double", np.asarray([np.nan if _is_missing(c) else float(c) for c in cats], dtype=np.float64)
+
+
+def _is_integer(c: Any) -> bool:
+    return isinstance(c, (int, np.integer)) and not isinstance(c, bool) or (
+        isinstance(c, (float, np.floating)) and float(c).is_integer() and abs(c) <= 2**53)
 
 
 def label_lookup(g: GraphBuilder, col: Col, keys: np.ndarray, values: np.ndarray, default: Any):
@@ -216,7 +230,7 @@ def label_lookup(g: GraphBuilder, col: Col, keys: np.ndarray, values: np.ndarray
         keys = np.append(keys[keep], np.asarray([MISSING_STRING], dtype=object))
         vals = np.append(vals[keep], mapped)
         col = source
-    if col.kind == "string":
+    if col.kind == "string" or (col.dtype == INT64 and keys.dtype == np.int64):
         x = g.vector(col)
     elif col.dtype == INT64 and keys.dtype == np.float64 and np.all(np.isnan(keys) | (keys == np.round(keys))):
         # integer columns are looked up as they are (missing = INT64_MIN): no cast to double
