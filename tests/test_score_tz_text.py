@@ -3,6 +3,7 @@ the model's stored zone: by ``onegraph score`` on a CSV, by ``read_table``, and 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -71,3 +72,40 @@ def test_score_takes_mixed_offset_text_for_a_naive_and_an_aware_column(weather):
         np.testing.assert_array_equal(got.to_numpy(float), expected.to_numpy(float))
     with pytest.raises(ColumnTypeError, match="'ts'"):
         onegraph.score(model, pd.DataFrame({"ts": ["2024-03-01T10:00:00+01:00", "soon"]}))
+
+
+def test_a_naive_wall_time_means_the_same_from_every_container(tmp_path, cli):
+    """A model built on Europe/Berlin timestamps, given the naive wall time 12:00: naive datetime64 (pandas,
+    polars, Parquet) gave hour 12, the same as text (pandas str, a CSV through the CLI) hour 14 (read as UTC), so
+    a file's format changed the predictions. Every container now places it in the model's zone; a wall time in a
+    DST gap or overlap is refused naming the row, and unparseable text names its row in one line."""
+    import polars as pl
+
+    fit = pd.DataFrame({"t": pd.to_datetime(["2021-01-01 08:00", "2021-07-01 08:00"]).tz_localize("Europe/Berlin")})
+    onegraph.build(DateParts(["hour", "day"]).fit(fit), None, fit, path=tmp_path / "m.onnx")
+    wall = pd.to_datetime(["2021-07-01 12:00", "2021-01-31 23:30", None])
+    expected = pd.Series(wall).dt.tz_localize("Europe/Berlin")
+    naive = pd.DataFrame({"t": wall})
+    containers = {"pandas": naive, "numpy": {"t": wall.to_numpy()}, "polars": pl.from_pandas(naive),
+                  "text": pd.DataFrame({"t": ["2021-07-01 12:00", "2021-01-31T23:30:00", None]})}
+    for name, data in containers.items():
+        got = onegraph.score(tmp_path / "m.onnx", data)
+        np.testing.assert_array_equal(got["t_hour"].to_numpy(float), expected.dt.hour.to_numpy(float), err_msg=name)
+        np.testing.assert_array_equal(got["t_day"].to_numpy(float), expected.dt.day.to_numpy(float), err_msg=name)
+    naive.to_csv(tmp_path / "rows.csv", index=False)
+    naive.to_parquet(tmp_path / "rows.parquet")
+    for rows in ("rows.csv", "rows.parquet"):
+        result = cli("score", str(tmp_path / "m.onnx"), str(tmp_path / rows), "-o", str(tmp_path / f"{rows}.out.csv"))
+        assert result.returncode == 0, result.stderr
+        written = pd.read_csv(tmp_path / f"{rows}.out.csv")
+        np.testing.assert_array_equal(written["t_hour"].to_numpy(float), expected.dt.hour.to_numpy(float))
+    for value, said in [("2021-03-28 02:30", "row 1 does not exist in time zone Europe/Berlin (a DST gap)"),
+                        ("2021-10-31 02:30", "row 1 happens twice in time zone Europe/Berlin (a DST overlap)"),
+                        ("soon", "'soon' at row 1 is not an ISO-8601 date")]:
+        for data in (pd.DataFrame({"t": ["2021-07-01 12:00", value]}),
+                     pd.DataFrame({"t": pd.to_datetime(["2021-07-01 12:00", value])}) if value != "soon" else None):
+            if data is None:
+                continue
+            with pytest.raises(ColumnTypeError, match=re.escape(said)) as caught:
+                onegraph.score(tmp_path / "m.onnx", data)
+            assert "\n" not in str(caught.value)

@@ -517,7 +517,10 @@ def _arrow_texts(pa_array: Any) -> np.ndarray:
 def _datetime_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
     dtype = values.dtype
     if isinstance(values, np.ndarray) and dtype.kind == "M":
-        return values.astype("datetime64[ns]").view(np.int64)
+        if not spec.tz:
+            return values.astype("datetime64[ns]").view(np.int64)
+        values = pd.array(values.astype("datetime64[ns]"))  # naive: wall times in the model's zone, as below
+        dtype = values.dtype
     if isinstance(values, np.ndarray) and dtype.kind in "OUS" or is_string_dtype(dtype):
         values = _parse_datetimes(spec, values)
         dtype = values.dtype
@@ -529,8 +532,7 @@ def _datetime_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
         return values.as_unit("ns").asi8.copy()
     if pd.api.types.is_datetime64_dtype(dtype):
         if spec.tz:
-            values = _localize(spec, values)
-            return values.as_unit("ns").asi8.copy()
+            return localize(spec.name, values, spec.tz).as_unit("ns").asi8.copy()
         return np.asarray(values).astype("datetime64[ns]").view(np.int64)
     if _all_missing(values):
         return _all_missing_feed(spec, len(values))
@@ -544,37 +546,76 @@ def _parse_datetimes(spec: ColumnSpec, values: Any) -> Any:
 def parse_datetime_text(column: str, values: Any, tz: str | None) -> pd.Series:
     """ISO-8601 text (``pd.to_datetime(format="ISO8601")``) as datetimes for a model's datetime column.
 
-    With ``tz`` (the zone stored for a tz-aware column) every value is read as a UTC instant (text without
-    an offset is UTC) and converted to ``tz``, so a column whose offsets differ (a zone across a DST change,
-    as ``to_csv`` writes it) reads as one zone. Without, the text is read as pandas reads it, and text whose
-    offsets differ as UTC instants (pandas refuses it unless ``utc=True``; the model takes instants anyway).
+    Text with an offset is an instant; with ``tz`` (the zone stored for a tz-aware column) it is converted to
+    ``tz``, so a column whose offsets differ (a zone across a DST change, as ``to_csv`` writes it) reads as one
+    zone, and text without an offset is a wall time in ``tz``, as a naive datetime is (:func:`localize`).
+    Without ``tz``, the text is read as pandas reads it, and text whose offsets differ as UTC instants (pandas
+    refuses it unless ``utc=True``; the model takes instants anyway). A column mixing text with and without
+    offsets is read as UTC instants.
 
     Raises
     ------
     ColumnTypeError
-        naming ``column`` for text that is not a date.
+        naming ``column`` and the first row whose text is not a date, or a wall time that does not exist in
+        ``tz`` (a DST gap) or exists twice (an overlap).
     """
     series = pd.Series(values, copy=False)
     try:
-        if tz is None:
-            try:
-                return pd.to_datetime(series, format="ISO8601")
-            except ValueError as exc:
-                if "utc=True" not in str(exc):  # pandas' "Mixed timezones detected. Pass utc=True ..."
-                    raise
-        parsed = pd.to_datetime(series, format="ISO8601", utc=True)
-        return parsed.dt.tz_convert(tz) if tz else parsed
-    except (ValueError, TypeError) as exc:
-        raise ColumnTypeError(column, f"cannot parse dates: {exc}",
-                              hint="give ISO-8601 text, e.g. 2024-03-31 02:30:00+02:00") from None
+        try:
+            parsed = pd.to_datetime(series, format="ISO8601")
+        except ValueError as exc:
+            if "utc=True" not in str(exc):  # pandas' "Mixed timezones detected. Pass utc=True ..."
+                raise
+            parsed = pd.to_datetime(series, format="ISO8601", utc=True)
+    except (ValueError, TypeError, OverflowError) as exc:
+        raise _unparsed(column, series, exc) from None
+    if tz is None:
+        return parsed
+    if parsed.dt.tz is None:
+        return pd.Series(localize(column, parsed.array, tz), index=parsed.index)
+    return parsed.dt.tz_convert(tz)
 
 
-def _localize(spec: ColumnSpec, values: Any) -> Any:
+def _unparsed(column: str, series: pd.Series, exc: Exception) -> ColumnTypeError:
+    """The error naming the first value of ``series`` that is not ISO-8601 text (pandas' own message, multi-line
+    advice about arguments onegraph does not take, names no row)."""
+    hint = "give ISO-8601 text, e.g. 2024-03-31 02:30:00+02:00 (missing as an empty cell / None)"
+    for row, v in enumerate(series.tolist()):
+        if _is_missing_scalar(v):
+            continue
+        try:
+            pd.to_datetime(v, format="ISO8601", utc=True)
+        except (ValueError, TypeError, OverflowError):
+            return ColumnTypeError(column, f"value {_short(v)} at row {row} is not an ISO-8601 date", hint=hint)
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return ColumnTypeError(column, f"cannot parse dates: {first}", hint=hint)
+
+
+def localize(column: str, values: Any, tz: str) -> Any:
+    """Naive datetimes (a pandas ``DatetimeArray``) as wall times in ``tz``, as ``Series.dt.tz_localize``.
+
+    Raises
+    ------
+    ColumnTypeError
+        naming ``column`` and the first row whose wall time does not exist in ``tz`` (a DST gap) or happens twice
+        (a DST overlap): no instant is guessed for it.
+    """
+    series = pd.Series(values, copy=False)
     try:
-        return pd.Series(values).dt.tz_localize(spec.tz).array
-    except Exception as exc:  # pytz / zoneinfo raise several types for DST gaps and overlaps
-        raise ColumnTypeError(spec.name, f"naive datetimes cannot be placed in time zone {spec.tz}: {exc}",
-                              hint="give tz-aware datetimes") from None
+        return series.dt.tz_localize(tz).array
+    except Exception:  # noqa: BLE001, S110 - pytz / zoneinfo raise several types; the row is found below
+        pass
+    placed = series.dt.tz_localize(tz, ambiguous="NaT", nonexistent="NaT")
+    bad = np.flatnonzero(placed.isna().to_numpy() & series.notna().to_numpy())
+    hint = "give tz-aware datetimes, or text with an offset (e.g. 2021-10-31T02:30:00+01:00)"
+    if not bad.size:
+        raise ColumnTypeError(column, f"naive datetimes cannot be placed in time zone {tz}", hint=hint)
+    row = int(bad[0])
+    one = series.iloc[[row]]
+    overlap = not one.dt.tz_localize(tz, ambiguous=np.array([True]), nonexistent="NaT").isna().iloc[0]
+    where = (f"happens twice in time zone {tz} (a DST overlap)" if overlap
+             else f"does not exist in time zone {tz} (a DST gap)")
+    raise ColumnTypeError(column, f"value {one.iloc[0]} at row {row} {where}", hint=hint)
 
 
 def _timedelta_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
