@@ -74,3 +74,36 @@ def test_a_sample_naming_a_column_twice_is_refused():
     model = LogisticRegression().fit(frame.to_numpy(), [0, 1] * 10)
     with pytest.raises(DataError, match="column 'a' appears more than once"):
         onegraph.build(None, model, frame)
+
+
+def test_a_polars_sample_is_compared_with_scikit_learn_on_what_it_reads_from_polars(penguins):
+    """A pipeline fitted on a polars frame (scikit-learn reads its nulls as None) and built with that frame as
+    the sample: the parity reference got the converted frame's ``pd.NA`` and scikit-learn raised a raw
+    TypeError ("boolean value of NA is ambiguous"). It gets the text as object with None, as from polars: the
+    divergence of the null rows is a ParityError naming the column and the fix; the fix builds and matches."""
+    import polars as pl
+
+    frame = penguins[["island", "sex"]]
+    y = penguins["species"].to_numpy()
+
+    def pipeline(imputer):
+        return make_pipeline(ColumnTransformer([("c", make_pipeline(imputer, OneHotEncoder(handle_unknown="ignore")),
+                                                 ["island", "sex"])]), LogisticRegression(max_iter=2000))
+
+    polars = pl.from_pandas(frame)
+    fitted = pipeline(SimpleImputer(strategy="most_frequent")).fit(polars, y)
+    with pytest.raises(ParityError) as caught:
+        onegraph.build(fitted, None, sample=polars)
+    assert "column 'sex' holds nulls (polars / Arrow)" in str(caught.value)
+    assert "onegraph.frame.SimpleImputer" in str(caught.value)
+    from onegraph.frame import SimpleImputer as OurImputer
+
+    ours = pipeline(OurImputer(strategy="most_frequent")).fit(frame, y)
+    got = onegraph.score(onegraph.build(ours, None, sample=polars), polars)
+    np.testing.assert_allclose(got.filter(like="probabilities_").to_numpy(float), ours.predict_proba(frame),
+                               rtol=1e-9, atol=1e-12)
+    complete = polars.drop_nulls()  # no nulls: scikit-learn's and the graph's answers agree on polars
+    fitted = pipeline(SimpleImputer(strategy="most_frequent")).fit(complete, y[~frame.isna().any(axis=1).to_numpy()])
+    got = onegraph.score(onegraph.build(fitted, None, sample=complete), complete)
+    np.testing.assert_allclose(got.filter(like="probabilities_").to_numpy(float), fitted.predict_proba(complete),
+                               rtol=1e-9, atol=1e-12)

@@ -149,6 +149,13 @@ def _parity_hint(preprocessing: Any, model: Any, frame: pd.DataFrame) -> str | N
             return (f"column {holding[0]!r} holds None, which scikit-learn's SimpleImputer keeps as a value (it "
                     "imputes NaN only) and the graph reads as missing; the model was not written. Fit on "
                     "frame.fillna(np.nan), or use onegraph.frame.SimpleImputer, which treats both as missing")
+        arrow = [str(c) for c in frame.columns if isinstance(frame[c].dtype, pd.ArrowDtype)
+                 and frame[c].dtype.kind in "OUS" and frame[c].isna().any()]
+        if arrow:
+            return (f"column {arrow[0]!r} holds nulls (polars / Arrow), which reach scikit-learn as None: its "
+                    "SimpleImputer keeps them as a value (it imputes NaN only) and the graph reads them as missing; "
+                    "the model was not written. Fit on the pandas frame with NaN for missing text "
+                    "(frame.to_pandas().fillna(np.nan)), or use onegraph.frame.SimpleImputer")
     if any(isinstance(obj, KBinsDiscretizer) for obj in steps):
         return ("a KBinsDiscretizer's bin edges are values of its training column: a value on an edge, computed by "
                 "a step before it to within an ulp of numpy (log1p, a power, a scaler), can fall in the next bin; "

@@ -103,7 +103,7 @@ def expected_outputs(pipeline: Any, model: Any, frame: pd.DataFrame) -> dict[Any
     Float32 / float16 columns are given to them as float64 (:func:`double_reference`): the graph reads their
     exact values and computes in double, where scikit-learn on float32 data computes in float32 (its answer
     ~1e-7 relative away, and any value computed as 0 from cancelling terms an absolute float32 rounding)."""
-    frame = double_reference(frame)
+    frame = _as_sklearn_reads(double_reference(frame))
     x = frame
     if pipeline is not None:
         x = pipeline.transform(frame)
@@ -142,6 +142,20 @@ def double_reference(frame: pd.DataFrame) -> pd.DataFrame:
     out = frame.copy(deep=False)
     for j, dtype in wider.items():
         out.isetitem(j, frame.iloc[:, j].astype(dtype))
+    return out
+
+
+def _as_sklearn_reads(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with Arrow-backed text columns (a polars or Arrow sample, converted) as object columns whose
+    missing values are None: what scikit-learn reads from the polars frame itself (its checks cannot compare
+    ``pd.NA``: "boolean value of NA is ambiguous")."""
+    text = [j for j, dtype in enumerate(frame.dtypes) if isinstance(dtype, pd.ArrowDtype) and dtype.kind in "OUS"]
+    if not text:
+        return frame
+    out = frame.copy(deep=False)
+    for j in text:
+        out.isetitem(j, pd.Series(frame.iloc[:, j].to_numpy(dtype=object, na_value=None), index=frame.index,
+                                  dtype=object))
     return out
 
 
