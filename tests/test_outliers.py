@@ -168,3 +168,20 @@ def test_a_discretizer_after_a_rounded_step_names_bin_edges_when_parity_fails(pe
     else:
         got = onegraph.score(tmp_path / "m.onnx", frame).to_numpy(float)
         np.testing.assert_array_equal(got, pipe.transform(frame))
+
+
+def test_knn_imputer_donor_ties_are_named_as_the_cause(penguins):
+    """A KNNImputer on the penguins with a tenth of the cells missing: rounded measurements make donors at equal
+    distances, which scikit-learn's argpartition and the graph's TopK may order differently. The refusal said
+    "report this"; it names the ties and what to try. Where no tie decides a value, the graph matches."""
+    from sklearn.impute import KNNImputer
+
+    frame = penguins[NUMERIC].mask(np.random.default_rng(1).random(penguins[NUMERIC].shape) < 0.1)
+    imputer = KNNImputer(n_neighbors=3).fit(frame)
+    try:
+        model = onegraph.build(imputer, None, frame)
+    except ParityError as exc:
+        assert "KNNImputer's donors at equal distances" in exc.hint and "report this" not in str(exc)
+    else:  # no tie decided a value on this data: then the values must agree
+        got = onegraph.score(model, frame).to_numpy(float)
+        assert_same_values(got, imputer.transform(frame), rtol=1e-9, atol=1e-12)

@@ -138,7 +138,7 @@ def _parity_hint(preprocessing: Any, model: Any, frame: pd.DataFrame) -> str | N
         return ("neighbours at equal distances (duplicate or evenly spaced rows) may be ordered differently by "
                 "scikit-learn's search and the graph's TopK; the model was not written. Try algorithm='brute', "
                 "another n_neighbors, or data without exact ties")
-    from sklearn.impute import SimpleImputer
+    from sklearn.impute import KNNImputer, SimpleImputer
     from sklearn.preprocessing import KBinsDiscretizer
 
     steps = [preprocessing, *(preprocessing.get_params(deep=True).values() if hasattr(preprocessing, "get_params")
@@ -156,6 +156,10 @@ def _parity_hint(preprocessing: Any, model: Any, frame: pd.DataFrame) -> str | N
                     "SimpleImputer keeps them as a value (it imputes NaN only) and the graph reads them as missing; "
                     "the model was not written. Fit on the pandas frame with NaN for missing text "
                     "(frame.to_pandas().fillna(np.nan)), or use onegraph.frame.SimpleImputer")
+    if any(isinstance(obj, KNNImputer) for obj in steps):
+        return ("a KNNImputer's donors at equal distances (rounded measurements make ties common; distances over "
+                "the features both rows hold) may be chosen differently by scikit-learn and the graph's TopK; the "
+                "model was not written. Try another n_neighbors, weights='distance', or a SimpleImputer")
     if any(isinstance(obj, KBinsDiscretizer) for obj in steps):
         return ("a KBinsDiscretizer's bin edges are values of its training column: a value on an edge, computed by "
                 "a step before it to within an ulp of numpy (log1p, a power, a scaler), can fall in the next bin; "
