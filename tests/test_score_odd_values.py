@@ -369,3 +369,56 @@ def test_temporal_arrow_columns_are_refused_by_numeric_inputs(arrow_type, sessio
             name, pa.array([value], arrow_type))
         with pytest.raises(ColumnTypeError, match=f"column '{name}': .* values in a numeric column"):
             session.score(table)
+
+
+def test_containers_arrow_cannot_take_or_repeating_names_are_refused_in_one_line(tmp_path, cli, penguins_onnx,
+                                                                                 penguins):
+    """Raw library errors reached the user: polars Int128 (pyarrow's "unsupported format string '_pli128'"), a
+    Parquet file naming a column twice (pyarrow's "Multiple matches for FieldRef"), and ``-o rows.csv/o.csv``
+    where rows.csv is a file said "folder rows.csv does not exist"."""
+    frame = pl.DataFrame({"year": [2007, 2008]}, schema={"year": pl.Int128})
+    with pytest.raises(DataError, match=r"column 'year' \(Int128\) has no Arrow type"):
+        onegraph.score(penguins_onnx, frame)
+    table = pa.Table.from_pandas(penguins.head(3), preserve_index=False)
+    table = table.append_column("year", pa.array([1, 2, 3]))  # a second 'year'
+    import pyarrow.parquet as pq
+
+    pq.write_table(table, tmp_path / "dup.parquet")
+    penguins.head(3).to_csv(tmp_path / "rows.csv", index=False)
+    for args, said in [([str(tmp_path / "dup.parquet"), "-o", str(tmp_path / "o.csv")],
+                        "column name 'year' appears more than once"),
+                       ([str(tmp_path / "rows.csv"), "-o", str(tmp_path / "rows.csv" / "o.csv")],
+                        "rows.csv is a file, not a folder")]:
+        result = cli("score", str(penguins_onnx), *args)
+        assert result.returncode == 1 and said in result.stderr and result.stderr.count("\n") == 1, result.stderr
+
+
+@pytest.mark.parametrize("container", ["polars", "arrow", "pandas"])
+def test_dates_and_decimals_of_arrow_build_as_they_score(container):
+    """A polars Date / Arrow date32 column was refused by build ("Arrow type date32[day] has no graph
+    representation") though a model built on datetimes scored it; Arrow decimals likewise. Both build now, as
+    scikit-learn-style transformers read them (calendar parts of midnight; the decimal's value)."""
+    import datetime as dt
+    from decimal import Decimal
+
+    from onegraph.frame import DateParts, StandardScaler
+
+    days = [dt.date(2020, 1, 31), dt.date(2021, 6, 15), None, dt.date(2024, 2, 29)]
+    amounts = [Decimal("12.50"), Decimal("7.25"), None, Decimal("100.00")]
+    table = pa.table({"d": pa.array(days, pa.date32()), "amount": pa.array(amounts, pa.decimal128(8, 2))})
+    data = {"polars": pl.from_arrow(table), "arrow": table,
+            "pandas": table.to_pandas(types_mapper=pd.ArrowDtype)}[container]
+
+    def pick(name):
+        return data.select(name) if container == "polars" else (
+            data.select([name]) if container == "arrow" else data[[name]])
+
+    parts = DateParts(["year", "month", "day"]).fit(pick("d"))
+    got = onegraph.score(onegraph.build(parts, None, pick("d")), pick("d")).to_numpy(float)
+    stamps = pd.to_datetime(pd.Series(days))
+    expected = np.column_stack([stamps.dt.year, stamps.dt.month, stamps.dt.day]).astype(float)
+    np.testing.assert_array_equal(got, expected)
+    scaler = StandardScaler().fit(pick("amount"))
+    values = np.array([12.5, 7.25, np.nan, 100.0])
+    got = onegraph.score(onegraph.build(scaler, None, pick("amount")), pick("amount"))["amount"].to_numpy(float)
+    np.testing.assert_allclose(got, (values - np.nanmean(values)) / np.nanstd(values), rtol=1e-12)

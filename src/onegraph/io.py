@@ -179,6 +179,9 @@ def check_output_path(path: str | os.PathLike, *, model: bool = False, delta: bo
                             hint=f"give a .safetensors name, e.g. {target.stem}.safetensors")
     folder = target.parent if str(target.parent) else Path(".")
     if not folder.is_dir():
+        if folder.exists():
+            raise OnegraphError(f"cannot write {target}: {folder} is a file, not a folder",
+                                hint="give a path in a folder")
         raise OnegraphError(f"cannot write {target}: folder {folder} does not exist",
                             hint="create the folder first")
     if probe:
@@ -258,6 +261,7 @@ def read_table(path: str | os.PathLike, *, dtypes: dict[str, str] | None = None,
     suffix = (suffixes[-2] if compressed and len(suffixes) > 1 else p.suffix.lower()) if suffixes else ""
     try:
         if suffix in (".parquet", ".pq") and not compressed:
+            _refuse_repeated_parquet_names(p)
             return pd.read_parquet(p)
         if suffix in (".csv", ".txt", ".tsv"):
             sep = "\t" if suffix == ".tsv" else (None if compressed else _sniff_delimiter(p))
@@ -306,6 +310,17 @@ def _read_csv(p: Path, kinds: dict[str, str], zones: dict[str, str], sep: str, t
     if frame.shape[1] == 0:
         raise DataError(f"data file {p} has no columns")
     return frame
+
+
+def _refuse_repeated_parquet_names(p: Path) -> None:
+    """DataError naming a column name the file's schema repeats (pyarrow: "Multiple matches for FieldRef")."""
+    import pyarrow.parquet as pq
+
+    names = pq.read_schema(p).names
+    repeated = next((n for i, n in enumerate(names) if n in names[:i]), None)
+    if repeated is not None:
+        raise DataError(f"data file {p}: column name {repeated!r} appears more than once",
+                        hint="rename or drop the repeated column")
 
 
 #: the cells pandas' read_csv reads as missing by default (its documentation's list)

@@ -143,6 +143,10 @@ def _classify(name: str, dtype: Any, values: Any) -> tuple[str, str, str | None]
         t = dtype.pyarrow_dtype
         if pa.types.is_timestamp(t):
             return "datetime", "int64", t.tz
+        if pa.types.is_date(t):  # polars' Date: midnight of each day, naive
+            return "datetime", "int64", None
+        if pa.types.is_decimal(t):
+            return "float", "double", None
         if pa.types.is_duration(t):
             return "timedelta", "int64", None
         if pa.types.is_boolean(t):

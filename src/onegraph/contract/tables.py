@@ -106,10 +106,26 @@ def _arrow_table(data: Any) -> Any:
     if type(data).__module__.startswith("polars"):
         if hasattr(data, "collect") and not hasattr(data, "to_arrow"):
             data = data.collect()
-        return data.to_arrow()
+        try:
+            return data.to_arrow()
+        except (pa.ArrowException, NotImplementedError) as exc:  # types Arrow has no equivalent for (Int128)
+            raise _unconvertible(data, exc) from None
     if hasattr(data, "__arrow_c_stream__"):
         return pa.table(data)
     return None
+
+
+def _unconvertible(frame: Any, exc: Exception) -> DataError:
+    """The error for a polars frame pyarrow cannot take, naming the first column that fails alone."""
+    for name in frame.columns:
+        try:
+            frame.select(name).to_arrow()
+        except (Exception, NotImplementedError):  # noqa: BLE001 - the same failure, for this column
+            return DataError(f"column {name!r} ({frame.schema[name]}) has no Arrow type, so onegraph cannot read it "
+                             f"({str(exc).strip().splitlines()[0]})",
+                             hint="cast it first, e.g. pl.col(name).cast(pl.Int64) for Int128 values that fit")
+    return DataError(f"cannot read the polars frame as Arrow ({str(exc).strip().splitlines()[0]})",
+                     hint="cast its unusual columns to common types first")
 
 
 def column_reader(data: Any) -> tuple[int, list[str], ColumnGetter]:
