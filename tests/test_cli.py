@@ -286,3 +286,21 @@ def test_score_writes_compressed_csv_and_refuses_other_names_before_scoring(tmp_
     expected = onegraph.score(penguins_onnx, penguins.head(30))
     np.testing.assert_allclose(back.filter(like="probabilities_").to_numpy(),
                                expected.filter(like="probabilities_").to_numpy(), rtol=1e-15)
+
+
+def test_build_leaves_out_nested_columns_with_a_note(tmp_path, cli, penguins):
+    """A Parquet file with a list column beside the features: build failed with "object column mixes value
+    types ... .astype(str)". A nested column is left out with a note, as an empty or constant one is, and the
+    model scores the same file."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(penguins, preserve_index=False)
+    table = table.append_column("tags", pa.array([["a", "b"] if i % 2 else [] for i in range(len(penguins))]))
+    pq.write_table(table, tmp_path / "rows.parquet")
+    result = cli("build", str(tmp_path / "rows.parquet"), "--target", "species", "-o", str(tmp_path / "m.onnx"))
+    assert result.returncode == 0, result.stderr
+    assert "column 'tags' left out: nested values" in result.stderr
+    assert cli("score", str(tmp_path / "m.onnx"), str(tmp_path / "rows.parquet"), "-o",
+               str(tmp_path / "s.csv")).returncode == 0
+    assert "tags" not in {i.name for i in onnx.load(tmp_path / "m.onnx").graph.input}

@@ -120,6 +120,7 @@ def build(
     frame = auto.prepare(frame)
     names = [m for m in (model or []) if m != "auto"] or ["logistic" if task == "classification" else "ridge"]
     plan = auto.plan(frame)
+    frame = frame.drop(columns=plan.unreadable)
     stratify = y if task == "classification" and y.value_counts().min() >= 2 else None
     train, test, y_train, y_test = train_test_split(frame, y, test_size=test_size, random_state=seed,
                                                     stratify=stratify)

@@ -75,6 +75,8 @@ class Plan:
     dates: list[str] = dataclasses.field(default_factory=list)
     #: column -> what the user should know about how it is used (see :func:`stray_text`)
     notes: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: left-out columns no graph input can hold (nested values): drop them from the frame before fitting
+    unreadable: list[str] = dataclasses.field(default_factory=list)
 
 
 def infer_task(target: pd.Series) -> str:
@@ -119,6 +121,8 @@ def prepare(frame: pd.DataFrame) -> pd.DataFrame:
     missing values when scoring); infinities are refused, naming the column."""
     out = frame.copy()
     for c in frame.columns:
+        if _is_nested(frame[c]):
+            continue  # left out by plan
         spec = spec_for(str(c), frame[c])
         if spec.kind == "bool" and spec.onnx_type == "bool":
             out[c] = frame[c].astype("boolean")
@@ -277,11 +281,28 @@ def _date_parts(ns: list[np.ndarray]) -> list[str]:
     return parts
 
 
+def _is_nested(values: pd.Series) -> bool:
+    """Lists / structs / maps: an Arrow nested type (Parquet, polars), or an object column of lists or dicts."""
+    dtype = values.dtype
+    if isinstance(dtype, pd.ArrowDtype):
+        import pyarrow as pa
+
+        return pa.types.is_nested(dtype.pyarrow_dtype)
+    if dtype == object:
+        first = values.dropna().head(1).tolist()
+        return bool(first) and isinstance(first[0], (list, tuple, dict, np.ndarray))
+    return False
+
+
 def plan(frame: pd.DataFrame) -> Plan:
     """The preprocessing for the feature columns of ``frame``."""
-    numeric, text, dates, skipped, notes = [], [], [], {}, {}
+    numeric, text, dates, skipped, notes, unreadable = [], [], [], {}, {}, []
     read: dict[str, _Dates] = {}
     for c in frame.columns:
+        if _is_nested(frame[c]):
+            skipped[str(c)] = "nested values (lists, structs, maps) are not used by automatic preprocessing"
+            unreadable.append(c)
+            continue
         spec = spec_for(str(c), frame[c])
         found = _date_values(frame, str(c)) if spec.kind in ("datetime", "string") else None
         # dates are often all distinct: only the empty / constant rules apply to them
@@ -329,7 +350,7 @@ def plan(frame: pd.DataFrame) -> Plan:
             ("impute", SimpleImputer(strategy="constant", fill_value="(missing)")),
             ("onehot", OneHotEncoder(handle_unknown="infrequent_if_exist", max_categories=20)),
         ]), text))
-    return Plan(ColumnTransformer(steps, remainder="drop"), numeric, text, skipped, dates, notes)
+    return Plan(ColumnTransformer(steps, remainder="drop"), numeric, text, skipped, dates, notes, unreadable)
 
 
 def make_model(name: str, task: str, seed: int):
