@@ -422,3 +422,12 @@ def test_dates_and_decimals_of_arrow_build_as_they_score(container):
     values = np.array([12.5, 7.25, np.nan, 100.0])
     got = onegraph.score(onegraph.build(scaler, None, pick("amount")), pick("amount"))["amount"].to_numpy(float)
     np.testing.assert_allclose(got, (values - np.nanmean(values)) / np.nanstd(values), rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["boolean", pd.ArrowDtype(pa.bool_()), "bool"], ids=str)
+def test_bool_columns_feed_integer_inputs_as_zero_and_one(dtype):
+    """Python's True fed an int input as 1 and pandas' nullable boolean did too, while an Arrow bool column with
+    a null raised pandas' "Could not convert 0 with type int: tried to convert to boolean" as a ColumnTypeError."""
+    values = [True, False, None] if dtype != "bool" else [True, False]
+    got = to_feed(YEAR, pd.array(values, dtype=dtype))
+    np.testing.assert_array_equal(got, [1, 0, NA_INT64][:len(values)])

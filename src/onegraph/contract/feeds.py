@@ -257,7 +257,10 @@ def _int_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
             return _object_to_int(spec, values.astype(object, copy=False))
         raise ColumnTypeError(spec.name, f"{values.dtype} values in an integer column", hint=_hint(spec))
     dtype = values.dtype
-    if pd.api.types.is_integer_dtype(dtype) or pd.api.types.is_bool_dtype(dtype):
+    if pd.api.types.is_bool_dtype(dtype):  # Arrow's bool array takes only a bool na_value
+        missing = np.asarray(pd.isna(values), dtype=bool)
+        return _checked_ints(spec, values.to_numpy(dtype=bool, na_value=False).astype(np.int64), missing)
+    if pd.api.types.is_integer_dtype(dtype):
         missing = np.asarray(pd.isna(values), dtype=bool)
         raw = values.to_numpy(dtype=np.uint64 if pd.api.types.is_unsigned_integer_dtype(dtype) else np.int64,
                               na_value=0)
