@@ -124,8 +124,8 @@ def _hint(spec: ColumnSpec) -> str:
         "float": "give numbers (missing as NaN or None)",
         "int": "give whole numbers (missing as None / pd.NA)",
         "bool": "give True/False",
-        "string": "give text (missing as None / NaN / pd.NA): convert other values with .astype(str), written "
-                  "as in the data the model was built from",
+        "string": "give text (missing as None / NaN / pd.NA): convert other values to text (pandas: .astype(str); "
+                  "a file: write the column as text), written as in the data the model was built from",
         "datetime": "give datetime64 values or ISO-8601 strings (missing as NaT / None)",
         "timedelta": "give timedelta64 values (missing as NaT / None)",
     }[spec.kind]
