@@ -205,23 +205,30 @@ def test_hashing_refusals(docs):
 
 @pytest.mark.parametrize("vectorizer", [CountVectorizer(), TfidfVectorizer(), HashingVectorizer(n_features=64)],
                          ids=lambda v: type(v).__name__)
-def test_a_missing_document_gets_no_answer_not_the_empty_documents(docs, vectorizer):
+def test_a_missing_document_is_refused_as_scikit_learn_refuses_it(docs, vectorizer):
     """sklearn-onnx#196/#197 territory: scikit-learn refuses a missing document ("np.nan is an invalid
-    document"); the graph read it as the empty text and gave a confident label. Now its features are NaN and a
-    classifier after it gives the missing label and NaN probabilities (None, NaN and pd.NA alike); the other
-    rows score as scikit-learn."""
+    document"); the graph read it as the empty text and gave a confident label (and NaN features would have
+    been routed to a confident label by a forest). The graph refuses it too, naming the column and the row (None,
+    NaN and pd.NA alike); written as an empty text it scores as scikit-learn scores the empty text."""
+    from sklearn.ensemble import RandomForestClassifier
+
+    from onegraph.errors import OutOfRangeError
+
     inside = docs[~docs["text"].str.contains(OUTSIDE)].reset_index(drop=True).head(40)
     labels = np.where(inside["text"].str.contains("data set|dataset", case=False), "data", "other")
-    pipe = make_pipeline(ColumnTransformer([("t", vectorizer, "text")]), LogisticRegression(max_iter=2000))
+    pipe = make_pipeline(ColumnTransformer([("t", vectorizer, "text")]),
+                         RandomForestClassifier(n_estimators=5, random_state=0))
     pipe.fit(inside, labels)
     model = onegraph.build(pipe, None, inside)
-    rows = pd.DataFrame({"text": [inside["text"][0], None, np.nan, pd.NA, inside["text"][1]]}, dtype=object)
-    for missing in (1, 2, 3):
+    for missing in (None, np.nan, pd.NA):
+        rows = pd.DataFrame({"text": [inside["text"][0], missing, inside["text"][1]]}, dtype=object)
         with pytest.raises(Exception):  # noqa: B017 - scikit-learn's own refusal (AttributeError or ValueError)
-            pipe.predict(rows.iloc[[missing]])
+            pipe.predict(rows)
+        with pytest.raises(OutOfRangeError, match=r"column 'text': 1 row\(s\).*first row 1") as caught:
+            onegraph.score(model, rows)
+        assert "fillna('')" in caught.value.hint
+    rows = pd.DataFrame({"text": [inside["text"][0], "", inside["text"][1]]}, dtype=object)
     got = onegraph.score(model, rows)
-    assert got["label"][1:4].isna().all() and got.filter(like="probabilities_").iloc[1:4].isna().all(axis=None)
-    known = rows.iloc[[0, 4]]
-    np.testing.assert_array_equal(got["label"].iloc[[0, 4]].to_numpy(object), pipe.predict(known))
-    np.testing.assert_allclose(got.filter(like="probabilities_").iloc[[0, 4]].to_numpy(float),
-                               pipe.predict_proba(known), rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(got["label"].to_numpy(object), pipe.predict(rows))
+    np.testing.assert_allclose(got.filter(like="probabilities_").to_numpy(float), pipe.predict_proba(rows),
+                               rtol=1e-9, atol=1e-12)

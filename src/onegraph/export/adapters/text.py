@@ -297,9 +297,10 @@ def counts(g: GraphBuilder, est: Any, doc: ir.Value, column: str) -> ir.Value:
     return c
 
 
-def _text_column(est: Any, g: GraphBuilder, cols: list[Col]) -> tuple[ir.Value, ir.Value]:
-    """The one text column a vectorizer takes, ``[N]`` (the missing marker tokenized as an empty document), and
-    which rows are missing ``[N]`` bool (see :func:`_missing_rows_nan`)."""
+def _text_column(est: Any, g: GraphBuilder, cols: list[Col]) -> ir.Value:
+    """The one text column a vectorizer takes, ``[N]``. A missing document is refused at scoring (a check output
+    naming the column and rows): scikit-learn refuses it ("np.nan is an invalid document"), and no feature row
+    would mean "no answer" to every model after it (a forest routes an all-NaN row to a confident label)."""
     from onegraph.contract.columns import MISSING_STRING
 
     if len(cols) != 1 or cols[0].kind != "string":
@@ -307,15 +308,9 @@ def _text_column(est: Any, g: GraphBuilder, cols: list[Col]) -> tuple[ir.Value, 
                           hint="give it the column by name in a ColumnTransformer (('text', vectorizer, 'col'))")
     doc = g.vector(cols[0])
     missing = g.op("Equal", doc, g.const(np.array(MISSING_STRING, dtype=object), "missing"), dtype=BOOL)
-    return g.op("Where", missing, g.const(np.array("", dtype=object), "empty"), doc, dtype=STRING), missing
-
-
-def _missing_rows_nan(g: GraphBuilder, x: ir.Value, missing: ir.Value) -> ir.Value:
-    """``x`` ``[N, V]`` with the rows of a missing document NaN: scikit-learn refuses a missing document ("np.nan
-    is an invalid document"), so the graph gives no features for it, and a model after it no answer (a missing
-    label) rather than the answer for an empty text."""
-    rows = g.op("Unsqueeze", missing, g.const(np.array([1], np.int64), "axis1"), dtype=BOOL)
-    return g.op("Where", rows, g.const(np.float64(np.nan), "nan"), x, dtype=DOUBLE)
+    g.flag(missing, "out_of_range", cols[0].name, covers="documents (scikit-learn's vectorizers refuse a missing one)",
+           hint="give an empty string for an empty document (fillna('')), or drop the row")
+    return g.op("Where", missing, g.const(np.array("", dtype=object), "empty"), doc, dtype=STRING)
 
 
 @register_emitter(fet.CountVectorizer)
@@ -323,11 +318,10 @@ def emit_count_vectorizer(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Co
     """``CountVectorizer`` / ``TfidfVectorizer`` on one text column."""
     from onegraph.export.adapters.preprocessing import tfidf_weights
 
-    doc, missing = _text_column(est, g, cols)
+    doc = _text_column(est, g, cols)
     x = counts(g, est, doc, cols[0].name)
     if isinstance(est, fet.TfidfVectorizer):
         x = tfidf_weights(g, est._tfidf, x)
-    x = _missing_rows_nan(g, x, missing)
     names = [str(n) for n in est.get_feature_names_out()]
     return g.block(x, names, "float", DOUBLE)
 
@@ -366,6 +360,6 @@ def emit_hashing_vectorizer(est: Any, g: GraphBuilder, cols: list[Col]) -> list[
     if np.dtype(est.dtype) not in (np.float64, np.float32):
         raise ExportError(f"HashingVectorizer(dtype={np.dtype(est.dtype).name}) cannot be exported",
                           hint="use dtype=np.float64 (the default) or np.float32")
-    doc, missing = _text_column(est, g, cols)
-    x = _missing_rows_nan(g, hashed(g, est, doc, cols[0].name), missing)
+    doc = _text_column(est, g, cols)
+    x = hashed(g, est, doc, cols[0].name)
     return g.block(x, [f"hashingvectorizer{i}" for i in range(int(est.n_features))], "float", DOUBLE)
