@@ -92,6 +92,10 @@ def test_a_naive_wall_time_means_the_same_from_every_container(tmp_path, cli):
         got = onegraph.score(tmp_path / "m.onnx", data)
         np.testing.assert_array_equal(got["t_hour"].to_numpy(float), expected.dt.hour.to_numpy(float), err_msg=name)
         np.testing.assert_array_equal(got["t_day"].to_numpy(float), expected.dt.day.to_numpy(float), err_msg=name)
+    # text mixing values with and without an offset: each offset-less value is still a wall time in the zone
+    mixed = pd.DataFrame({"t": ["2022-07-01 12:00:00", "2022-07-01T12:00:00+00:00", "2022-07-01", None]})
+    got = onegraph.score(tmp_path / "m.onnx", mixed)
+    np.testing.assert_array_equal(got["t_hour"].to_numpy(float), [12.0, 14.0, 0.0, np.nan])
     naive.to_csv(tmp_path / "rows.csv", index=False)
     naive.to_parquet(tmp_path / "rows.parquet")
     for rows in ("rows.csv", "rows.parquet"):

@@ -553,8 +553,8 @@ def parse_datetime_text(column: str, values: Any, tz: str | None) -> pd.Series:
     ``tz``, so a column whose offsets differ (a zone across a DST change, as ``to_csv`` writes it) reads as one
     zone, and text without an offset is a wall time in ``tz``, as a naive datetime is (:func:`localize`).
     Without ``tz``, the text is read as pandas reads it, and text whose offsets differ as UTC instants (pandas
-    refuses it unless ``utc=True``; the model takes instants anyway). A column mixing text with and without
-    offsets is read as UTC instants.
+    refuses it unless ``utc=True``; the model takes instants anyway); there, text mixing values with and
+    without offsets reads the latter as UTC.
 
     Raises
     ------
@@ -563,20 +563,32 @@ def parse_datetime_text(column: str, values: Any, tz: str | None) -> pd.Series:
         ``tz`` (a DST gap) or exists twice (an overlap).
     """
     series = pd.Series(values, copy=False)
+    mixed = False
     try:
         try:
             parsed = pd.to_datetime(series, format="ISO8601")
         except ValueError as exc:
             if "utc=True" not in str(exc):  # pandas' "Mixed timezones detected. Pass utc=True ..."
                 raise
-            parsed = pd.to_datetime(series, format="ISO8601", utc=True)
+            parsed, mixed = pd.to_datetime(series, format="ISO8601", utc=True), True
     except (ValueError, TypeError, OverflowError) as exc:
         raise _unparsed(column, series, exc) from None
     if tz is None:
         return parsed
     if parsed.dt.tz is None:
         return pd.Series(localize(column, parsed.array, tz), index=parsed.index)
-    return parsed.dt.tz_convert(tz)
+    parsed = parsed.dt.tz_convert(tz)
+    if mixed:  # offsets and none in one column: the values without one are wall times in ``tz`` too
+        naive = ~series.astype(str).str.strip().str.contains(_OFFSET, regex=True) & series.notna()
+        if naive.any():
+            wall = pd.to_datetime(series[naive], format="ISO8601")
+            parsed[naive] = pd.Series(localize(column, wall.array, tz), index=wall.index)
+    return parsed
+
+
+#: an ISO-8601 time's offset at the end of the text, after the time (``12:00Z``, ``12:00:00+02:00``, ``-0530``,
+#: ``+02``; a date alone, ``2022-07-01``, has none)
+_OFFSET = r"\d\d:\d\d(?::\d\d(?:[.,]\d+)?)?\s*(?:[Zz]|[+-]\d\d(?::?\d\d)?)$"
 
 
 def _unparsed(column: str, series: pd.Series, exc: Exception) -> ColumnTypeError:
