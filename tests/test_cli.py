@@ -195,12 +195,21 @@ def test_keep_copies_the_columns_exactly_as_written(tmp_path, cli, penguins_onnx
     rows["account"] = ["007", "0042", "1e5", "", "12"]
     rows["code"] = ["NA", "TRUE", "1.10", "null", "x"]
     rows.to_csv(tmp_path / "rows.csv", index=False)
+    text = (tmp_path / "rows.csv").read_text().splitlines()  # a model column written as a person would
+    bills = ["39.10", "39.5", "40.30", "", "36.70"]
+    column = text[0].split(",").index("bill_length_mm")
+    for i, bill in enumerate(bills, start=1):
+        cells = text[i].split(",")
+        cells[column] = bill
+        text[i] = ",".join(cells)
+    (tmp_path / "rows.csv").write_text("\n".join(text) + "\n")
     result = cli("score", str(penguins_onnx), str(tmp_path / "rows.csv"), "-o", str(tmp_path / "s.csv"),
-                 "--keep", "account", "--keep", "code")
+                 "--keep", "account", "--keep", "code", "--keep", "bill_length_mm")
     assert result.returncode == 0, result.stderr
     written = pd.read_csv(tmp_path / "s.csv", dtype=str, keep_default_na=False)
     assert written["account"].tolist() == ["007", "0042", "1e5", "", "12"]
     assert written["code"].tolist() == ["NA", "TRUE", "1.10", "null", "x"]
+    assert written["bill_length_mm"].tolist() == bills  # a column the model reads as numbers, copied as written
     expected = onegraph.score(penguins_onnx, rows)
     np.testing.assert_allclose(pd.read_csv(tmp_path / "s.csv").filter(like="probabilities_").to_numpy(float),
                                expected.filter(like="probabilities_").to_numpy(float), rtol=1e-15)

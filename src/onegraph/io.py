@@ -32,7 +32,7 @@ import pandas as pd
 from onegraph.errors import DataError, OnegraphError
 
 __all__ = ["atomic_path", "check_output_path", "TABLE_SUFFIXES", "write_bytes", "save_model", "is_parquet_dataset",
-           "read_table", "write_table",
+           "read_table", "read_text_columns", "write_table",
            "remove_stale_temporaries", "STALE_AFTER", "table_format"]
 
 #: seconds since its last change before an unlocked temporary file counts as a dead writer's leftover
@@ -226,7 +226,7 @@ def is_parquet_dataset(path: str | os.PathLike) -> bool:
 
 
 def read_table(path: str | os.PathLike, *, dtypes: dict[str, str] | None = None,
-               specs: Sequence[Any] | None = None, text: Sequence[str] = ()) -> pd.DataFrame:
+               specs: Sequence[Any] | None = None) -> pd.DataFrame:
     """Read a CSV or Parquet file (or a Parquet dataset folder, :func:`is_parquet_dataset`) into a DataFrame.
 
     ``specs`` (the model's input schema, :class:`~onegraph.contract.columns.ColumnSpec` list) or ``dtypes``
@@ -234,9 +234,8 @@ def read_table(path: str | os.PathLike, *, dtypes: dict[str, str] | None = None,
     value looks like a number, datetime columns are parsed
     (:func:`~onegraph.contract.feeds.parse_datetime_text`: a tz-aware column in its stored zone, whatever
     offsets the text has). Cells pandas reads as missing (empty, ``NA``, ``null``, ``N/A``, ``nan``...) are
-    missing in every such column, as when ``build`` reads the CSV. ``text`` names CSV columns read exactly as
-    written (``007`` stays ``007``, ``NA`` stays ``NA``; only an empty cell is missing): columns copied, not
-    fed to a model.
+    missing in every such column, as when ``build`` reads the CSV (:func:`read_text_columns` reads columns
+    exactly as written).
 
     Raises
     ------
@@ -267,7 +266,7 @@ def read_table(path: str | os.PathLike, *, dtypes: dict[str, str] | None = None,
             sep = "\t" if suffix == ".tsv" else (None if compressed else _sniff_delimiter(p))
             kinds = {s.name: s.kind for s in specs} if specs is not None else dict(dtypes or {})
             zones = {s.name: s.tz for s in specs or () if s.tz}
-            return _read_csv(p, kinds, zones, sep=sep or ",", text=text)
+            return _read_csv(p, kinds, zones, sep=sep or ",")
     except OnegraphError:
         raise
     except Exception as exc:  # pandas / pyarrow raise many types for malformed files
@@ -291,20 +290,14 @@ def _sniff_delimiter(p: Path) -> str | None:
         return None
 
 
-def _read_csv(p: Path, kinds: dict[str, str], zones: dict[str, str], sep: str, text: Sequence[str] = ()
-              ) -> pd.DataFrame:
+def _read_csv(p: Path, kinds: dict[str, str], zones: dict[str, str], sep: str) -> pd.DataFrame:
     from onegraph.contract.feeds import parse_datetime_text
 
     _refuse_repeated_names(p, sep)
     header = pd.read_csv(p, nrows=0, sep=sep).columns
-    exact = {str(c) for c in text} - {k for k, v in kinds.items() if v != "string"}
-    dtype = {c: "str" for c in header if kinds.get(str(c)) == "string" or str(c) in exact}
+    dtype = {c: "str" for c in header if kinds.get(str(c)) == "string"}
     parse = [c for c in header if kinds.get(str(c)) == "datetime"]
-    options = {}
-    if exact & {str(c) for c in header}:  # pandas' missing tokens for every column but the exact ones
-        options = dict(keep_default_na=False,
-                       na_values={c: [""] if str(c) in exact else _PANDAS_NA for c in header})
-    frame = pd.read_csv(p, sep=sep, dtype=dtype or None, **options)
+    frame = pd.read_csv(p, sep=sep, dtype=dtype or None)
     for c in parse:
         frame[c] = parse_datetime_text(str(c), frame[c], zones.get(str(c)))
     if frame.shape[1] == 0:
@@ -312,20 +305,34 @@ def _read_csv(p: Path, kinds: dict[str, str], zones: dict[str, str], sep: str, t
     return frame
 
 
-def _refuse_repeated_parquet_names(p: Path) -> None:
-    """DataError naming a column name the file's schema repeats (pyarrow: "Multiple matches for FieldRef")."""
-    import pyarrow.parquet as pq
+def read_text_columns(path: str | os.PathLike, columns: Sequence[str]) -> pd.DataFrame:
+    """``columns`` of a table file as written: a CSV's cells as text exactly (``007`` stays ``007``, ``NA`` stays
+    ``NA``, ``18.00`` stays ``18.00``; only an empty cell is missing), a Parquet file's values as stored. For
+    columns copied into an output (``score --keep``), whatever a model reads them as.
 
-    names = pq.read_schema(p).names
-    repeated = next((n for i, n in enumerate(names) if n in names[:i]), None)
-    if repeated is not None:
-        raise DataError(f"data file {p}: column name {repeated!r} appears more than once",
-                        hint="rename or drop the repeated column")
-
-
-#: the cells pandas' read_csv reads as missing by default (its documentation's list)
-_PANDAS_NA = ["", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>", "N/A",
-              "NA", "NULL", "NaN", "None", "n/a", "nan", "null"]
+    Raises
+    ------
+    DataError
+        as :func:`read_table`, and for a column the file does not have (naming it).
+    """
+    p = Path(path)
+    suffixes = [x.lower() for x in p.suffixes]
+    compressed = bool(suffixes) and suffixes[-1] in _COMPRESSIONS
+    is_csv = (suffixes[-2] if compressed and len(suffixes) > 1 else p.suffix.lower()) in (".csv", ".txt", ".tsv")
+    if not is_csv or p.is_dir():
+        frame = read_table(p)
+    else:
+        sep = "\t" if p.suffix.lower() == ".tsv" else (None if compressed else _sniff_delimiter(p))
+        header = [str(c) for c in pd.read_csv(p, nrows=0, sep=sep or ",").columns]
+        missing = [c for c in columns if c not in header]
+        if missing:
+            raise DataError(f"column {missing[0]!r} is not in {p}", hint=f"columns: {', '.join(header)}")
+        frame = pd.read_csv(p, sep=sep or ",", usecols=list(columns), dtype=str, keep_default_na=False,
+                            na_values={c: [""] for c in columns})
+    missing = [c for c in columns if c not in frame.columns]
+    if missing:
+        raise DataError(f"column {missing[0]!r} is not in {p}", hint=f"columns: {', '.join(map(str, frame.columns))}")
+    return frame[list(columns)]
 
 
 def _refuse_repeated_names(p: Path, sep: str) -> None:

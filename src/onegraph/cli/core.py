@@ -184,7 +184,7 @@ def score(
         rate = rows / elapsed if elapsed > 0 else float("inf")
         out.print(f"wrote {output}: {rows} rows, columns {', '.join(columns)} ({rate:,.0f} rows/s on {spark})")
         return
-    from onegraph.io import is_parquet_dataset, read_table, table_format, write_table
+    from onegraph.io import is_parquet_dataset, read_table, read_text_columns, table_format, write_table
     from onegraph.runtime import cached_session
 
     table_format(output)  # a name no table can be written to is refused before the scoring
@@ -199,7 +199,7 @@ def score(
                   f"({time.perf_counter() - start:.2f} s)")
         return
     start = time.perf_counter()
-    frame = read_table(data, specs=session.inputs, text=keep or ())  # kept columns copied exactly as written
+    frame = read_table(data, specs=session.inputs)
     read = time.perf_counter()
     scores = session.score(frame)
     elapsed = time.perf_counter() - read
@@ -214,7 +214,8 @@ def score(
         if clash:  # two columns of one name: a reader would take the input's for the model's answer
             raise OnegraphError(f"--keep {clash[0]!r}: the model's scores have a column {clash[0]!r} too",
                                 hint="keep other columns, or rename that input column in the data")
-        scores = pd.concat([frame[keep].reset_index(drop=True), scores.reset_index(drop=True)], axis=1)
+        kept = read_text_columns(data, keep)  # as written, whatever the model reads them as
+        scores = pd.concat([kept.reset_index(drop=True), scores.reset_index(drop=True)], axis=1)
     written = time.perf_counter()
     write_table(scores, output)
     rate = len(frame) / elapsed if elapsed > 0 else float("inf")
