@@ -17,7 +17,7 @@ from sklearn.decomposition import PCA, TruncatedSVD
 from sklearn.preprocessing import MaxAbsScaler, MinMaxScaler, PowerTransformer, RobustScaler
 
 import onegraph
-from onegraph.export.sources import double_reference
+from onegraph.export.sources import double_attributes, double_reference
 
 
 @pytest.fixture(scope="module")
@@ -63,3 +63,29 @@ def test_double_reference_widens_every_narrow_float_dtype_and_keeps_the_values()
         assert wide[c].astype("float64").equals(frame[c].astype("float64")), c
     assert double_reference(frame[["double", "text"]]) is not None
     assert frame["np32"].dtype == np.float32  # the caller's frame is not changed
+
+
+@pytest.mark.parametrize("step", [PCA(), PCA(3, whiten=True)], ids=repr)
+def test_pca_fitted_on_float32_builds_from_a_float32_or_a_float64_sample(step, diabetes32):
+    """PCA fitted on float32 keeps ``mean_`` and ``components_`` in float32 and computes ``mean_ @ components_.T``
+    in float32 even on float64 rows: the build was refused (up to 7e-4 relative on outputs near 0) from either
+    sample. The reference reads the fitted attributes as float64 too, in a copy (the caller's step unchanged)."""
+    step.fit(diabetes32)
+    for sample in (diabetes32, diabetes32.astype("float64")):
+        got = onegraph.score(onegraph.build(step, None, sample=sample), sample).to_numpy(float)
+        widened = double_attributes(step)
+        np.testing.assert_allclose(got, widened.transform(sample.astype("float64")), rtol=1e-9, atol=1e-12)
+    assert step.components_.dtype == np.float32 and widened.components_.dtype == np.float64
+
+
+def test_a_sample_the_pipeline_itself_refuses_is_named_not_raised_raw(diabetes32):
+    """scikit-learn raising on the build sample (here an OrdinalEncoder meeting a category it never saw) reached
+    the caller as its own ValueError from inside the parity check; it is an ExportError naming the cause."""
+    from sklearn.preprocessing import OrdinalEncoder
+
+    from onegraph.errors import ExportError
+
+    frame = pd.DataFrame({"sex": np.where(diabetes32["sex"] > 0, "m", "f")}, dtype=object)
+    step = OrdinalEncoder().fit(frame)
+    with pytest.raises(ExportError, match="the source pipeline itself fails on the sample .ValueError: Found unknown"):
+        onegraph.build(step, None, sample=frame.assign(sex=["x"] + frame["sex"].tolist()[1:]))

@@ -11,10 +11,11 @@ import pandas as pd
 from sklearn.base import is_classifier, is_outlier_detector, is_regressor
 from sklearn.pipeline import Pipeline
 
-from onegraph.errors import DataError, ExportError, MissingColumnError
+from onegraph.errors import DataError, ExportError, MissingColumnError, OnegraphError
 from onegraph.verify.parity import as_graph_values
 
-__all__ = ["split_pipeline", "is_predictor", "input_columns", "column_key", "expected_outputs", "double_reference"]
+__all__ = ["split_pipeline", "is_predictor", "input_columns", "column_key", "expected_outputs", "double_reference",
+           "double_attributes"]
 
 
 def split_pipeline(preprocessing: Any, model: Any) -> tuple[Any, Any]:
@@ -102,8 +103,31 @@ def expected_outputs(pipeline: Any, model: Any, frame: pd.DataFrame) -> dict[Any
 
     Float32 / float16 columns are given to them as float64 (:func:`double_reference`): the graph reads their
     exact values and computes in double, where scikit-learn on float32 data computes in float32 (its answer
-    ~1e-7 relative away, and any value computed as 0 from cancelling terms an absolute float32 rounding)."""
+    ~1e-7 relative away, and any value computed as 0 from cancelling terms an absolute float32 rounding); for the
+    same reason the objects' float32 fitted attributes (PCA's ``mean_`` and ``components_`` from float32 data)
+    are read as float64, in copies (:func:`double_attributes`).
+
+    Raises
+    ------
+    ExportError
+        when the source objects themselves fail on ``frame`` (naming the exception: the sample is not data
+        they take).
+    """
     frame = _as_sklearn_reads(double_reference(frame))
+    pipeline, model = double_attributes(pipeline), double_attributes(model)
+    try:
+        return _expected(pipeline, model, frame)
+    except OnegraphError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - scikit-learn's and the libraries' own errors on the sample
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise ExportError(f"the source pipeline itself fails on the sample ({type(exc).__name__}: {first[:300]}), "
+                          "so the graph cannot be compared with it",
+                          hint="give build a sample the pipeline takes (the frame it was fitted on, with its "
+                               "dtypes and missing values)") from None
+
+
+def _expected(pipeline: Any, model: Any, frame: pd.DataFrame) -> dict[Any, Any]:
     x = frame
     if pipeline is not None:
         x = pipeline.transform(frame)
@@ -120,6 +144,50 @@ def expected_outputs(pipeline: Any, model: Any, frame: pd.DataFrame) -> dict[Any
     if is_classifier(model):
         return {"label": np.asarray(model.predict(x))}
     return {"prediction": np.asarray(model.predict(x))}
+
+
+def double_attributes(obj: Any) -> Any:
+    """``obj`` (a fitted estimator, possibly holding others) with every float32 / float16 array attribute of a
+    fitted object (a name ending in ``_``) as float64: a deep copy when there is one, else ``obj`` itself."""
+    if obj is None or not _narrow_attributes(obj, set()):
+        return obj
+    import copy
+
+    wide = copy.deepcopy(obj)
+    _widen(wide, set())
+    return wide
+
+
+def _children(obj: Any) -> list[Any]:
+    found = []
+    for v in vars(obj).values() if hasattr(obj, "__dict__") else ():
+        items = v.values() if isinstance(v, dict) else v if isinstance(v, (list, tuple)) else [v]
+        for item in items:
+            for part in item if isinstance(item, tuple) else [item]:  # ColumnTransformer's (name, step, columns)
+                if hasattr(part, "get_params"):
+                    found.append(part)
+    return found
+
+
+def _narrow_attributes(obj: Any, seen: set[int]) -> bool:
+    if id(obj) in seen:
+        return False
+    seen.add(id(obj))
+    for name, v in vars(obj).items() if hasattr(obj, "__dict__") else ():
+        if name.endswith("_") and isinstance(v, np.ndarray) and v.dtype.kind == "f" and v.itemsize < 8:
+            return True
+    return any(_narrow_attributes(child, seen) for child in _children(obj))
+
+
+def _widen(obj: Any, seen: set[int]) -> None:
+    if id(obj) in seen:
+        return
+    seen.add(id(obj))
+    for name, v in list(vars(obj).items()) if hasattr(obj, "__dict__") else ():
+        if name.endswith("_") and isinstance(v, np.ndarray) and v.dtype.kind == "f" and v.itemsize < 8:
+            setattr(obj, name, v.astype(np.float64))
+    for child in _children(obj):
+        _widen(child, seen)
 
 
 def double_reference(frame: pd.DataFrame) -> pd.DataFrame:

@@ -44,7 +44,7 @@ def emit_pca(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]:
     y = g.op("MatMul", x, _const(g, comp_t, "components_t"), dtype=DOUBLE)
     y = g.op("Sub", y, _const(g, np.reshape(est.mean_, (1, -1)) @ comp_t, "mean_projected"), dtype=DOUBLE)
     if est.whiten:
-        scale = np.sqrt(est.explained_variance_)
+        scale = np.sqrt(np.asarray(est.explained_variance_, np.float64))  # in double, as every number
         scale[scale < np.finfo(scale.dtype).eps] = np.finfo(scale.dtype).eps
         y = g.op("Div", y, _const(g, scale, "scale"), dtype=DOUBLE)
     return feature_block(g, est, y, cols)
