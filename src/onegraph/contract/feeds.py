@@ -96,9 +96,9 @@ def _arrow_plain(spec: ColumnSpec, values: Any) -> Any:
     if pa.types.is_decimal(t):
         return values.to_numpy(dtype=object, na_value=None)
     if spec.kind in ("float", "int", "bool") and pa.types.is_temporal(t):  # dates, times, durations
+        example = ", e.g. a duration in seconds as column.dt.total_seconds()" if pa.types.is_duration(t) else ""
         raise ColumnTypeError(spec.name, f"{values.dtype} values in a numeric column (their numbers depend on "
-                              "the unit they are stored in)", hint=_hint(spec) + ", e.g. a duration in seconds as "
-                              "column.dt.total_seconds()")
+                              "the unit they are stored in)", hint=_hint(spec) + example)
     return values
 
 

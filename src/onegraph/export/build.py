@@ -154,7 +154,7 @@ def _parity_hint(preprocessing: Any, model: Any, frame: pd.DataFrame) -> str | N
         if arrow:
             return (f"column {arrow[0]!r} holds nulls (polars / Arrow), which reach scikit-learn as None: its "
                     "SimpleImputer keeps them as a value (it imputes NaN only) and the graph reads them as missing; "
-                    "the model was not written. Fit on the pandas frame with NaN for missing text "
+                    "the model was not written. Fit and build on a pandas frame with NaN for missing text "
                     "(frame.to_pandas().fillna(np.nan)), or use onegraph.frame.SimpleImputer")
     if any(isinstance(obj, KNNImputer) for obj in steps):
         return ("a KNNImputer's donors at equal distances (rounded measurements make ties common; distances over "
