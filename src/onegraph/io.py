@@ -335,6 +335,17 @@ def read_text_columns(path: str | os.PathLike, columns: Sequence[str]) -> pd.Dat
     return frame[list(columns)]
 
 
+def _refuse_repeated_parquet_names(p: Path) -> None:
+    """DataError naming a column name the file's schema repeats (pyarrow: "Multiple matches for FieldRef")."""
+    import pyarrow.parquet as pq
+
+    names = pq.read_schema(p).names
+    repeated = next((n for i, n in enumerate(names) if n in names[:i]), None)
+    if repeated is not None:
+        raise DataError(f"data file {p}: column name {repeated!r} appears more than once",
+                        hint="rename or drop the repeated column")
+
+
 def _refuse_repeated_names(p: Path, sep: str) -> None:
     """DataError naming the first column name the header repeats: pandas would rename the second ``a.1``,
     and a model's column ``a`` would silently take the first."""
