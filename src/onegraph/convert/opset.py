@@ -112,7 +112,8 @@ def convert_opset(model: Any, opset: int, *, data: Any = None, rows: int = 16, r
     if report.refused:
         first = report.refused[0]
         raise ConversionError(
-            f"cannot convert to opset {opset}: {len(report.refused)} node(s) refused, first {first.op_type} "
+            f"cannot convert to opset {opset}{'' if ml_opset is None else f' (ai.onnx.ml {ml_opset})'}: "
+            f"{len(report.refused)} node(s) refused, first {first.op_type} "
             f"node {first.name!r} ({first.where}): {first.how}", report,
             hint="the report lists every node; convert to an opset where these operators exist, or change them")
     verify(original, converted, report, data=data, rows=rows, rtol=rtol, atol=atol)

@@ -104,7 +104,7 @@ def score_folder(model: Any, folder: str | os.PathLike, *, trusted: bool = False
     media = media_input(model, trusted=trusted)
     if media is None:
         raise ConfigError(f"{model} takes table columns, not a folder of images or audio files",
-                          hint="score a CSV or Parquet file with it")
+                          hint="score a CSV or Parquet file (or a folder of Parquet part files) with it")
     session = session or cached_session(model, trusted=trusted)
     names, arrays = read_folder(folder, media)
     groups: dict[tuple, list[int]] = {}
