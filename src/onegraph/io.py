@@ -255,27 +255,38 @@ def read_table(path: str | os.PathLike, *, dtypes: dict[str, str] | None = None,
     if p.is_dir():
         raise DataError(f"{p} is a folder, not a data file", hint="give a .csv or .parquet file, or a folder of "
                         "Parquet part files")
-    suffixes = [x.lower() for x in p.suffixes]
-    compressed = bool(suffixes) and suffixes[-1] in _COMPRESSIONS
-    suffix = (suffixes[-2] if compressed and len(suffixes) > 1 else p.suffix.lower()) if suffixes else ""
+    suffix, compressed = _data_format(p)
     try:
         if suffix in (".parquet", ".pq") and not compressed:
             _refuse_repeated_parquet_names(p)
             return pd.read_parquet(p)
-        if suffix in (".csv", ".txt", ".tsv"):
-            sep = "\t" if suffix == ".tsv" else (None if compressed else _sniff_delimiter(p))
+        if suffix in _TEXT_TABLES:
             kinds = {s.name: s.kind for s in specs} if specs is not None else dict(dtypes or {})
             zones = {s.name: s.tz for s in specs or () if s.tz}
-            return _read_csv(p, kinds, zones, sep=sep or ",")
+            return _read_csv(p, kinds, zones, sep=_separator(p, suffix, compressed))
     except OnegraphError:
         raise
     except Exception as exc:  # pandas / pyarrow raise many types for malformed files
         raise DataError(f"cannot read data file {p}: {exc}", hint="check that it is a valid CSV or Parquet file") from None
-    raise DataError(f"data file {p}: unknown format {''.join(suffixes) or '(no extension)'}",
+    raise DataError(f"data file {p}: unknown format {''.join(p.suffixes) or '(no extension)'}",
                     hint="use a .csv (optionally .gz, .bz2, .zip, .xz, .zst) or .parquet file")
 
 
 _COMPRESSIONS = (".gz", ".bz2", ".zip", ".xz", ".zst")
+#: suffixes of the delimited text tables read_table reads with pandas' read_csv
+_TEXT_TABLES = (".csv", ".txt", ".tsv")
+
+
+def _data_format(p: Path) -> tuple[str, bool]:
+    """``(table suffix, compressed)`` of a data file's name: ``rows.csv.gz`` -> ``(".csv", True)``."""
+    suffixes = [x.lower() for x in p.suffixes]
+    compressed = bool(suffixes) and suffixes[-1] in _COMPRESSIONS
+    return (suffixes[-2] if compressed and len(suffixes) > 1 else p.suffix.lower()) if suffixes else "", compressed
+
+
+def _separator(p: Path, suffix: str, compressed: bool) -> str:
+    """The field separator of a text table: tab for .tsv, else sniffed (a compressed file: a comma)."""
+    return "\t" if suffix == ".tsv" else ((None if compressed else _sniff_delimiter(p)) or ",")
 
 
 def _sniff_delimiter(p: Path) -> str | None:
@@ -305,10 +316,12 @@ def _read_csv(p: Path, kinds: dict[str, str], zones: dict[str, str], sep: str) -
     return frame
 
 
-def read_text_columns(path: str | os.PathLike, columns: Sequence[str]) -> pd.DataFrame:
+def read_text_columns(path: str | os.PathLike, columns: Sequence[str], read: pd.DataFrame | None = None
+                      ) -> pd.DataFrame:
     """``columns`` of a table file as written: a CSV's cells as text exactly (``007`` stays ``007``, ``NA`` stays
-    ``NA``, ``18.00`` stays ``18.00``; only an empty cell is missing), a Parquet file's values as stored. For
-    columns copied into an output (``score --keep``), whatever a model reads them as.
+    ``NA``, ``18.00`` stays ``18.00``; only an empty cell is missing), a Parquet file's values as stored (taken
+    from ``read``, the table already read from ``path``, when given). For columns copied into an output
+    (``score --keep``), whatever a model reads them as.
 
     Raises
     ------
@@ -316,23 +329,21 @@ def read_text_columns(path: str | os.PathLike, columns: Sequence[str]) -> pd.Dat
         as :func:`read_table`, and for a column the file does not have (naming it).
     """
     p = Path(path)
-    suffixes = [x.lower() for x in p.suffixes]
-    compressed = bool(suffixes) and suffixes[-1] in _COMPRESSIONS
-    is_csv = (suffixes[-2] if compressed and len(suffixes) > 1 else p.suffix.lower()) in (".csv", ".txt", ".tsv")
-    if not is_csv or p.is_dir():
-        frame = read_table(p)
+    suffix, compressed = _data_format(p)
+    text = suffix in _TEXT_TABLES and not p.is_dir()
+    if text:
+        sep = _separator(p, suffix, compressed)
+        names = [str(c) for c in pd.read_csv(p, nrows=0, sep=sep).columns]
     else:
-        sep = "\t" if p.suffix.lower() == ".tsv" else (None if compressed else _sniff_delimiter(p))
-        header = [str(c) for c in pd.read_csv(p, nrows=0, sep=sep or ",").columns]
-        missing = [c for c in columns if c not in header]
-        if missing:
-            raise DataError(f"column {missing[0]!r} is not in {p}", hint=f"columns: {', '.join(header)}")
-        frame = pd.read_csv(p, sep=sep or ",", usecols=list(columns), dtype=str, keep_default_na=False,
-                            na_values={c: [""] for c in columns})
-    missing = [c for c in columns if c not in frame.columns]
+        read = read_table(p) if read is None else read
+        names = [str(c) for c in read.columns]
+    missing = [c for c in columns if c not in names]
     if missing:
-        raise DataError(f"column {missing[0]!r} is not in {p}", hint=f"columns: {', '.join(map(str, frame.columns))}")
-    return frame[list(columns)]
+        raise DataError(f"column {missing[0]!r} is not in {p}", hint=f"columns: {', '.join(names)}")
+    if not text:
+        return read[list(columns)]
+    return pd.read_csv(p, sep=sep, usecols=list(columns), dtype=str, keep_default_na=False,
+                       na_values={c: [""] for c in columns})[list(columns)]
 
 
 def _refuse_repeated_parquet_names(p: Path) -> None:

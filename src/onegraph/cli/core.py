@@ -214,7 +214,7 @@ def score(
         if clash:  # two columns of one name: a reader would take the input's for the model's answer
             raise OnegraphError(f"--keep {clash[0]!r}: the model's scores have a column {clash[0]!r} too",
                                 hint="keep other columns, or rename that input column in the data")
-        kept = read_text_columns(data, keep)  # as written, whatever the model reads them as
+        kept = read_text_columns(data, keep, read=frame)  # as written, whatever the model reads them as
         scores = pd.concat([kept.reset_index(drop=True), scores.reset_index(drop=True)], axis=1)
     written = time.perf_counter()
     write_table(scores, output)

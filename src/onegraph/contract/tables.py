@@ -120,7 +120,7 @@ def _unconvertible(frame: Any, exc: Exception) -> DataError:
     for name in frame.columns:
         try:
             frame.select(name).to_arrow()
-        except (Exception, NotImplementedError):  # noqa: BLE001 - the same failure, for this column
+        except Exception:  # noqa: BLE001 - the same failure, for this column
             return DataError(f"column {name!r} ({frame.schema[name]}) has no Arrow type, so onegraph cannot read it "
                              f"({str(exc).strip().splitlines()[0]})",
                              hint="cast it first, e.g. pl.col(name).cast(pl.Int64) for Int128 values that fit")

@@ -4,6 +4,7 @@ compares the graph with)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -149,12 +150,13 @@ def _expected(pipeline: Any, model: Any, frame: pd.DataFrame) -> dict[Any, Any]:
 def double_attributes(obj: Any) -> Any:
     """``obj`` (a fitted estimator, possibly holding others) with every float32 / float16 array attribute of a
     fitted object (a name ending in ``_``) as float64: a deep copy when there is one, else ``obj`` itself."""
-    if obj is None or not _narrow_attributes(obj, set()):
+    if obj is None or next(_narrow_attributes(obj, set()), None) is None:
         return obj
     import copy
 
     wide = copy.deepcopy(obj)
-    _widen(wide, set())
+    for owner, name in list(_narrow_attributes(wide, set())):
+        setattr(owner, name, getattr(owner, name).astype(np.float64))
     return wide
 
 
@@ -169,25 +171,16 @@ def _children(obj: Any) -> list[Any]:
     return found
 
 
-def _narrow_attributes(obj: Any, seen: set[int]) -> bool:
-    if id(obj) in seen:
-        return False
-    seen.add(id(obj))
-    for name, v in vars(obj).items() if hasattr(obj, "__dict__") else ():
-        if name.endswith("_") and isinstance(v, np.ndarray) and v.dtype.kind == "f" and v.itemsize < 8:
-            return True
-    return any(_narrow_attributes(child, seen) for child in _children(obj))
-
-
-def _widen(obj: Any, seen: set[int]) -> None:
+def _narrow_attributes(obj: Any, seen: set[int]) -> Iterator[tuple[Any, str]]:
+    """(object, attribute name) of every float32 / float16 fitted array in ``obj`` and the objects it holds."""
     if id(obj) in seen:
         return
     seen.add(id(obj))
-    for name, v in list(vars(obj).items()) if hasattr(obj, "__dict__") else ():
+    for name, v in vars(obj).items() if hasattr(obj, "__dict__") else ():
         if name.endswith("_") and isinstance(v, np.ndarray) and v.dtype.kind == "f" and v.itemsize < 8:
-            setattr(obj, name, v.astype(np.float64))
+            yield obj, name
     for child in _children(obj):
-        _widen(child, seen)
+        yield from _narrow_attributes(child, seen)
 
 
 def double_reference(frame: pd.DataFrame) -> pd.DataFrame:
