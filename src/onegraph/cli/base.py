@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-__all__ = ["Options", "reads_models", "writes"]
+__all__ = ["Options", "Trusted", "reads_models", "writes"]
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Turn a DataFrame pipeline into one verified ONNX graph, and run it.")
@@ -65,8 +65,10 @@ def writes(kind: str) -> Callable[[Callable], Callable]:
     return decorate
 
 
-_TRUSTED = Annotated[bool, typer.Option("--trusted", help="Skip the isolated pre-check of the model files "
-                                        "(only for files you made or trust).")]
+#: the ``--trusted`` option: what :func:`reads_models` adds, and what a command that passes the flag on to other
+#: processes (serve's workers, Spark's executors) declares itself
+Trusted = Annotated[bool, typer.Option("--trusted", help="Skip the isolated pre-check of the model files "
+                                       "(only for files you made or trust).")]
 
 
 def reads_models(command: Callable) -> Callable:
@@ -88,8 +90,8 @@ def reads_models(command: Callable) -> Callable:
             return command(*args, **kwargs)
 
     if not declared:  # typer reads the parameters from __signature__ and the types from __annotations__
-        extra = inspect.Parameter("trusted", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=_TRUSTED)
+        extra = inspect.Parameter("trusted", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=Trusted)
         run.__signature__ = signature.replace(parameters=[*signature.parameters.values(), extra])
-        run.__annotations__ = {**command.__annotations__, "trusted": _TRUSTED}
+        run.__annotations__ = {**command.__annotations__, "trusted": Trusted}
     run.reads_models = True
     return run

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from onegraph.cli.base import app, err, out, reads_models, writes
+from onegraph.cli.base import Trusted, app, err, out, reads_models, writes
 from onegraph.errors import OnegraphError
 
 __all__ = ["quickstart", "build", "score", "show"]
@@ -167,7 +167,7 @@ def score(
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the scores (.csv or .parquet).")],
     keep: Annotated[Optional[list[str]], typer.Option(help="Input column to copy into the output (repeatable).")
                     ] = None,
-    trusted: Annotated[bool, typer.Option("--trusted", help="Skip the isolated pre-check of MODEL.")] = False,
+    trusted: Trusted = False,
     spark: Annotated[Optional[str], typer.Option(
         "--spark", metavar="MASTER",
         help="Score on Apache Spark at this master URL (local[2], spark://host:7077, yarn); writes a Parquet "
@@ -230,7 +230,7 @@ def score(
 def show(
     model: Annotated[Path, typer.Argument(help="An ONNX model.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
-    trusted: Annotated[bool, typer.Option("--trusted", help="Skip the isolated pre-parse of MODEL.")] = False,
+    trusted: Trusted = False,
 ) -> None:
     """Print a model's inputs (with their column types), outputs and metadata."""
     from onegraph.inspect import describe

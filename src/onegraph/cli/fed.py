@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from onegraph.cli.base import app, out, reads_models, writes
+from onegraph.cli.base import Trusted, app, out, reads_models, writes
 
 __all__ = ["params", "delta", "apply", "average"]
 
@@ -16,7 +16,6 @@ fed_app = typer.Typer(no_args_is_help=True, help="Federated learning: list a mod
                       "trimmed mean).")
 app.add_typer(fed_app, name="fed")
 
-_Trusted = Annotated[bool, typer.Option("--trusted", help="Skip the isolated pre-parse of the model files.")]
 _Select = Annotated[Optional[list[str]], typer.Option(
     "--select", help="Name pattern of the parameters to exchange (fnmatch, repeatable, e.g. 'coef*'); default: "
                      "the model's transfer_learning metadata, else every floating-point initializer.")]
@@ -47,7 +46,7 @@ def params(
     output: Annotated[Optional[Path], typer.Option(
         "-o", "--output", help="Write a copy whose metadata declares the selected parameters trainable.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
-    trusted: _Trusted = False,
+    trusted: Trusted = False,
 ) -> None:
     """List MODEL's parameters (initializers): dtype, shape, kind, whether they are exchanged and why; and the
     structural fingerprint deltas are checked against."""
@@ -91,7 +90,7 @@ def delta(
         "--round", help="Round number; default: one more than BASE's last federated round, else 1.")] = None,
     select: _Select = None,
     client: Annotated[Optional[str], typer.Option("--client", help="Client name to record.")] = None,
-    trusted: _Trusted = False,
+    trusted: Trusted = False,
 ) -> None:
     """Write LOCAL - BASE for the exchanged parameters as a delta file, with BASE's fingerprint and hash, the
     sample count and the round number in its header."""
@@ -108,7 +107,7 @@ def delta(
 @fed_app.command("apply")
 @reads_models
 @writes("model")
-def apply(base: _Base, deltas: _Deltas, output: _Out, memory_mb: _Memory = 64, trusted: _Trusted = False) -> None:
+def apply(base: _Base, deltas: _Deltas, output: _Out, memory_mb: _Memory = 64, trusted: Trusted = False) -> None:
     """Write BASE plus the sum of the deltas (one delta gives the client's local model back)."""
     from onegraph.federated import apply_deltas
 
@@ -127,7 +126,7 @@ def average(
                                                          "(coordinate-wise).")] = "fedavg",
     trim: Annotated[float, typer.Option("--trim", help="trimmed-mean: fraction cut at each end.")] = 0.2,
     memory_mb: _Memory = 64,
-    trusted: _Trusted = False,
+    trusted: Trusted = False,
 ) -> None:
     """Merge the clients' deltas into a new model, streaming over the files (memory does not grow with their
     number); the model records the round in its federated and lineage metadata."""

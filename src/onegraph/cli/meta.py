@@ -7,7 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from onegraph.cli.base import app, out, reads_models, writes
+from onegraph.cli.base import Trusted, app, out, reads_models, writes
 from onegraph.errors import OnegraphError
 
 __all__ = ["show", "set_", "validate", "diff"]
@@ -18,7 +18,6 @@ app.add_typer(meta_app, name="meta")
 
 _Model = Annotated[Path, typer.Argument(help="An ONNX model.")]
 _Json = Annotated[bool, typer.Option("--json", help="Print JSON.")]
-_Trusted = Annotated[bool, typer.Option("--trusted", help="Skip the isolated pre-parse of the model file.")]
 
 
 def _shown(value: Any) -> str:
@@ -27,7 +26,7 @@ def _shown(value: Any) -> str:
 
 @meta_app.command("show")
 @reads_models
-def show(model: _Model, as_json: _Json = False, trusted: _Trusted = False) -> None:
+def show(model: _Model, as_json: _Json = False, trusted: Trusted = False) -> None:
     """Print MODEL's metadata: onegraph's typed fields, other keys, and malformed values (kept, flagged)."""
     from onegraph.meta import PREFIX, read_metadata
 
@@ -60,7 +59,7 @@ def set_(
     output: Annotated[Optional[Path], typer.Option("-o", "--output", help="Where to write the model.")] = None,
     in_place: Annotated[bool, typer.Option("--in-place", help="Rewrite MODEL itself (atomically).")] = False,
     remove: Annotated[Optional[list[str]], typer.Option("--remove", help="Key to delete (repeatable).")] = None,
-    trusted: _Trusted = False,
+    trusted: Trusted = False,
 ) -> None:
     """Set or remove metadata fields, validating each value; write the model to -o OUT (or --in-place)."""
     from onegraph.io import save_model
@@ -86,7 +85,7 @@ def set_(
 
 @meta_app.command("validate")
 @reads_models
-def validate(model: _Model, as_json: _Json = False, trusted: _Trusted = False) -> None:
+def validate(model: _Model, as_json: _Json = False, trusted: Trusted = False) -> None:
     """Check every metadata value against the schema and the graph; exit 1 naming each malformed key."""
     from onegraph.meta import SCHEMA_VERSION, read_metadata
 
@@ -109,7 +108,7 @@ def validate(model: _Model, as_json: _Json = False, trusted: _Trusted = False) -
 
 @meta_app.command("diff")
 @reads_models
-def diff(a: _Model, b: _Model, as_json: _Json = False, trusted: _Trusted = False) -> None:
+def diff(a: _Model, b: _Model, as_json: _Json = False, trusted: Trusted = False) -> None:
     """Print the metadata keys whose values differ between A and B; exit 1 when any does."""
     from onegraph.meta import diff as meta_diff
     from onegraph.meta import read_metadata

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from onegraph.cli.base import app, err, reads_models
+from onegraph.cli.base import Trusted, app, err, reads_models
 
 __all__ = ["serve"]
 
@@ -30,8 +30,7 @@ def serve(
         help="Poll the model files every SECONDS and load a changed one (0: load only on "
              "POST /v2/repository/models/NAME/load). Default: 0, or 1 with --workers > 1.",
         show_default=False)] = None,
-    trusted: Annotated[bool, typer.Option(
-        "--trusted", help="Skip the isolated pre-check of the model files (only for files you made).")] = False,
+    trusted: Trusted = False,
     log_level: Annotated[str, typer.Option(help="uvicorn's log level.")] = "warning",
     access_log: Annotated[bool, typer.Option(help="Log every request.")] = False,
 ) -> None:
