@@ -250,6 +250,22 @@ def test_a_zstd_output_without_zstandard_is_refused_before_scoring(tmp_path, cli
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.csv"]
 
 
+@pytest.mark.parametrize("suffix", [".gz", ".bz2", ".zip", ".xz"])
+def test_score_reads_every_compression_its_hint_lists(tmp_path, cli, penguins_onnx, penguins, suffix):
+    """The unknown-format hint lists .csv.gz / .bz2 / .zip / .xz / .zst, but a second table of compressions
+    (the writer's, without .zip) replaced the reader's: ``rows.csv.zip`` was refused as an unknown format."""
+    rows = penguins.head(20)
+    rows.to_csv(tmp_path / f"rows.csv{suffix}", index=False)  # pandas compresses by the suffix
+    result = cli("score", str(penguins_onnx), str(tmp_path / f"rows.csv{suffix}"), "-o", str(tmp_path / "s.parquet"),
+                 "--keep", "island")
+    assert result.returncode == 0, result.stderr
+    got = pd.read_parquet(tmp_path / "s.parquet")
+    assert got["island"].tolist() == rows["island"].tolist()
+    expected = onegraph.score(penguins_onnx, pd.read_csv(tmp_path / f"rows.csv{suffix}"))
+    np.testing.assert_array_equal(got.filter(like="probabilities_").to_numpy(),
+                                  expected.filter(like="probabilities_").to_numpy())
+
+
 def test_convert_and_compare_refuse_data_without_rows(tmp_path, cli, penguins_onnx, penguins):
     penguins.head(0).to_csv(tmp_path / "header.csv", index=False)
     for args in (["convert", str(penguins_onnx), "--opset", "20", "--data", str(tmp_path / "header.csv"),

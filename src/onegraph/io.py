@@ -272,6 +272,7 @@ def read_table(path: str | os.PathLike, *, dtypes: dict[str, str] | None = None,
                     hint="use a .csv (optionally .gz, .bz2, .zip, .xz, .zst) or .parquet file")
 
 
+#: compressed suffixes read_table reads (pandas infers the codec from the suffix)
 _COMPRESSIONS = (".gz", ".bz2", ".zip", ".xz", ".zst")
 #: suffixes of the delimited text tables read_table reads with pandas' read_csv
 _TEXT_TABLES = (".csv", ".txt", ".tsv")
@@ -369,7 +370,8 @@ def _refuse_repeated_names(p: Path, sep: str) -> None:
         seen.add(name)
 
 
-_COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd"}
+#: compressed suffixes write_table writes -> pandas' codec name (a .zip is an archive: not written)
+_OUTPUT_COMPRESSIONS = {".gz": "gzip", ".bz2": "bz2", ".xz": "xz", ".zst": "zstd"}
 
 
 def table_format(path: str | os.PathLike) -> tuple[str, str | None]:
@@ -378,7 +380,7 @@ def table_format(path: str | os.PathLike) -> tuple[str, str | None]:
     the work, so a name that cannot be written is said at once."""
     p = Path(path)
     suffixes = [s.lower() for s in p.suffixes[-2:]]
-    compression = _COMPRESSIONS.get(suffixes[-1]) if suffixes else None
+    compression = _OUTPUT_COMPRESSIONS.get(suffixes[-1]) if suffixes else None
     kind = suffixes[-2] if compression and len(suffixes) == 2 else (suffixes[-1] if suffixes else "")
     if kind == ".csv":
         if compression == "zstd":
