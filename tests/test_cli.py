@@ -250,6 +250,24 @@ def test_a_zstd_output_without_zstandard_is_refused_before_scoring(tmp_path, cli
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.csv"]
 
 
+@pytest.mark.parametrize("extra", ["first", "every"])
+def test_a_csv_row_longer_than_its_header_is_refused_not_shifted(tmp_path, cli, penguins_onnx, penguins, extra):
+    """One field more than the header on the first data row (or a separator closing every line) made pandas
+    read the first column as the row index: every value moved one column left, score exited 0 and --keep
+    copied islands as ids. Refused, naming the line and the counts."""
+    lines = penguins.head(6).to_csv(index=False).splitlines()
+    for i in range(1, len(lines) if extra == "every" else 2):
+        lines[i] += ",EXTRA" if extra == "first" else ","
+    (tmp_path / "rows.csv").write_text("\n".join(lines) + "\n")
+    for args in (["score", str(penguins_onnx), str(tmp_path / "rows.csv"), "-o", str(tmp_path / "s.csv")],
+                 ["build", str(tmp_path / "rows.csv"), "--target", "species", "-o", str(tmp_path / "m.onnx")]):
+        result = cli(*args)
+        assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
+        assert f"line 2 has {len(penguins.columns) + 1} fields but the header names {len(penguins.columns)}" \
+            in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.csv"]
+
+
 @pytest.mark.parametrize("suffix", [".gz", ".bz2", ".zip", ".xz"])
 def test_score_reads_every_compression_its_hint_lists(tmp_path, cli, penguins_onnx, penguins, suffix):
     """The unknown-format hint lists .csv.gz / .bz2 / .zip / .xz / .zst, but a second table of compressions

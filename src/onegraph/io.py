@@ -310,6 +310,12 @@ def _read_csv(p: Path, kinds: dict[str, str], zones: dict[str, str], sep: str) -
     dtype = {c: "str" for c in header if kinds.get(str(c)) == "string"}
     parse = [c for c in header if kinds.get(str(c)) == "datetime"]
     frame = pd.read_csv(p, sep=sep, dtype=dtype or None)
+    if not isinstance(frame.index, pd.RangeIndex):
+        # pandas takes the first field(s) of a row longer than the header as its index: every column shifted
+        raise DataError(f"data file {p}: line 2 has {len(header) + frame.index.nlevels} fields but the header names "
+                        f"{len(header)} columns, so every value would be read one column to the left",
+                        hint="remove the extra field (a separator at the end of each line?) or name every column "
+                             "in the header")
     for c in parse:
         frame[c] = parse_datetime_text(str(c), frame[c], zones.get(str(c)))
     if frame.shape[1] == 0:
