@@ -152,3 +152,52 @@ def test_bad_model_and_table_model(tmp_path, capsys):
     table_model = SPEECH.parent / "penguins-mlp.onnx"
     code, _, err = cli(capsys, "score", str(table_model), str(tmp_path), "-o", str(tmp_path / "x.csv"))
     assert code == 1 and "takes table columns, not a folder" in err and len(err.strip().splitlines()) == 1
+
+
+def test_16_bit_images_subfolders_and_one_file(digits_model, tmp_path, capsys):
+    """A 16-bit grayscale PNG went through Pillow's convert("L"), which clips at 255: 99.8% of a photo's pixels
+    reached the model white, scored with exit 0. It is read as 8-bit round(v / 257). Files in subfolders were
+    skipped silently and a single file was refused as "not a folder"; a float image is refused naming it."""
+    from PIL import Image
+
+    path = digits_model[2]
+    images, _ = pipelines.digit_photos()
+    folder = tmp_path / "photos"
+    (folder / "inner").mkdir(parents=True)
+    eight = images[1791, ..., 0]
+    sixteen = eight.astype(np.uint16) * 257 + np.arange(eight.size).reshape(eight.shape).astype(np.uint16) % 100
+    Image.fromarray(sixteen).save(folder / "deep.png")  # Pillow writes uint16 as a 16-bit grayscale PNG
+    assert Image.open(folder / "deep.png").mode == "I;16"
+    Image.fromarray(images[1792, ..., 0]).save(folder / "inner" / "nine.png")
+    code, out, err = cli(capsys, "score", str(path), str(folder), "-o", str(tmp_path / "s.csv"))
+    assert code == 0, err
+    scores = pd.read_csv(tmp_path / "s.csv")
+    assert scores["file"].tolist() == ["deep.png", "inner/nine.png"]
+    expected = np.rint(sixteen / 257.0).astype(np.uint8)  # numpy's rounding of the exact quotient, no tie possible
+    direct = Session(path).run_feeds({"image": np.stack([expected, images[1792, ..., 0]])[..., None]})[1]
+    np.testing.assert_allclose(scores.filter(like="probabilities_").to_numpy(), direct, rtol=1e-15)
+    code, out, err = cli(capsys, "score", str(path), str(folder / "inner" / "nine.png"), "-o", str(tmp_path / "1.csv"))
+    assert code == 0, err
+    assert pd.read_csv(tmp_path / "1.csv")["file"].tolist() == ["nine.png"]
+    Image.fromarray(images[1793, ..., 0].astype(np.float32)).save(folder / "float.tiff")
+    code, _, err = cli(capsys, "score", str(path), str(folder), "-o", str(tmp_path / "bad.csv"))
+    assert code == 1 and len(err.strip().splitlines()) == 1 and "float.tiff: a floating-point image" in err, err
+    assert not (tmp_path / "bad.csv").exists()
+
+
+@pytest.mark.parametrize("samples,said", [(np.zeros(0, np.float32), "holds no samples"),
+                                          (np.r_[np.zeros(100), np.nan, np.zeros(99)], "sample 100 is nan"),
+                                          (np.r_[np.zeros(5), -np.inf], "sample 5 is -inf")])
+def test_audio_without_samples_or_with_non_finite_ones_is_refused(tmp_path, samples, said):
+    """An empty WAV (or a header cut off before its data) was scored "yes" at 0.9999 with exit 0; a NaN sample
+    wrote the internal missing marker U+FFFF as the label. Both are refused naming the file."""
+    from onegraph.errors import DataError
+    from onegraph.media.score import read_audio
+
+    sf.write(tmp_path / "clip.wav", np.asarray(samples, dtype=np.float32), 16000, subtype="FLOAT")
+    with pytest.raises(DataError, match=f"clip.wav: {said}"):
+        read_audio(tmp_path / "clip.wav", 16000)
+    header_only = (tmp_path / "clip.wav").read_bytes()[:44]  # the RIFF header alone: a download cut short
+    (tmp_path / "cut.wav").write_bytes(header_only)
+    with pytest.raises(DataError, match="cut.wav"):
+        read_audio(tmp_path / "cut.wav", 16000)

@@ -1,9 +1,12 @@
 """Scoring a folder of images or WAV files with a media model (``onegraph score MODEL FOLDER``).
 
 Files are decoded in Python (images with Pillow: ``Image.open(...).convert("RGB" / "L")``, the mode the model's
-channels say, EXIF orientation ignored as Pillow ignores it; audio with soundfile: float32, several channels
-averaged as ``librosa.to_mono`` does), grouped by size (a graph batch holds images of one size) and fed to
-onnxruntime. The table has one row per file, in file-name order: ``file``, then the model's outputs as
+channels say: alpha dropped, not composited; an animated image's first frame; 16-bit grayscale as 8-bit
+``round(v / 257)``; EXIF orientation ignored as Pillow and torchvision's ``decode_image`` ignore it by default;
+audio with soundfile: float32, several channels averaged as ``librosa.to_mono`` does), grouped by size (a graph
+batch holds images of one size) and fed to onnxruntime. DATA is a folder (its subfolders too: files are named by
+their path under it) or one file. The table has one row per file, in file-name order: ``file``, then the
+model's outputs as
 :func:`onegraph.score` names them (``label``, ``probabilities_<class>``, ``prediction``; features flattened to
 ``features_<i>``).
 """
@@ -36,33 +39,55 @@ def media_input(model: Any, *, trusted: bool = False) -> dict | None:
     return fields.get("media")
 
 
-def _files(folder: Path, suffixes: tuple[str, ...]) -> list[Path]:
+def _files(folder: Path, suffixes: tuple[str, ...]) -> list[tuple[str, Path]]:
+    """``(name, path)`` of each file to score: ``folder`` itself when it is one file, else every file under it,
+    subfolders included (one folder per class is a common layout), by relative path; hidden ones left out."""
+    if folder.is_file():
+        return [(folder.name, folder)]
     if not folder.is_dir():
-        raise DataError(f"{folder} is not a folder", hint="give a folder of images / audio files for a media model")
-    files = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
+        raise DataError(f"{folder} is not a folder or a file", hint="give a folder of images / audio files (or one "
+                        "file) for a media model")
+    files = sorted((p.relative_to(folder).as_posix(), p) for p in folder.rglob("*")
+                   if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts))
     if not files:
         raise DataError(f"{folder} holds no files", hint=f"put {'/'.join(suffixes)} files in it")
     return files
 
 
 def read_image(path: Path, channels: int) -> np.ndarray:
-    """uint8 ``[H, W, channels]``. Raises :class:`DataError` naming the file when Pillow cannot decode it."""
+    """uint8 ``[H, W, channels]``. Raises :class:`DataError` naming the file when Pillow cannot decode it, or
+    for a 32-bit integer / float image (no known 8-bit range)."""
     from PIL import Image, UnidentifiedImageError
 
     if channels not in (1, 3):
         raise ConfigError(f"the model takes {channels}-channel images; files decode to 1 (L) or 3 (RGB) channels")
     try:
         with Image.open(path) as img:
-            arr = np.asarray(img.convert("RGB" if channels == 3 else "L"))
+            arr = np.asarray(_eight_bit(path, img).convert("RGB" if channels == 3 else "L"))
     except (UnidentifiedImageError, OSError, ValueError) as exc:
         raise DataError(f"{path}: not an image Pillow can read ({str(exc).splitlines()[0][:120]})",
                         hint="remove it from the folder, or convert it to PNG / JPEG") from None
     return arr if arr.ndim == 3 else arr[..., None]
 
 
+def _eight_bit(path: Path, img: Any) -> Any:
+    """A 16-bit grayscale image as 8-bit, ``round(v / 257)`` (65535 -> 255, what ImageMagick's ``-depth 8``
+    does); Pillow's ``convert("L")`` clips it at 255 instead, so nearly every pixel would read as white.
+    32-bit integer and float images (modes I, F) have no range to map: refused, naming the file."""
+    from PIL import Image
+
+    if img.mode.startswith("I;16"):
+        return Image.fromarray(np.rint(np.asarray(img, dtype=np.float64) / 257.0).astype(np.uint8), mode="L")
+    if img.mode in ("I", "F"):
+        raise DataError(f"{path}: a {'32-bit integer' if img.mode == 'I' else 'floating-point'} image (Pillow mode "
+                        f"{img.mode}); the model takes 8-bit pixels and its range is not known",
+                        hint="scale it to 0..255 and save it as an 8-bit PNG")
+    return img
+
+
 def read_audio(path: Path, sample_rate: int) -> np.ndarray:
     """float32 ``[T]`` at ``sample_rate``. Raises :class:`DataError` naming the file when soundfile cannot
-    decode it or its sample rate differs."""
+    decode it, it holds no samples, a sample is NaN or infinite, or its sample rate differs."""
     import soundfile as sf
 
     try:
@@ -70,6 +95,12 @@ def read_audio(path: Path, sample_rate: int) -> np.ndarray:
     except (sf.LibsndfileError, RuntimeError, TypeError) as exc:
         raise DataError(f"{path}: not an audio file soundfile can read ({str(exc).splitlines()[0][:120]})",
                         hint="remove it from the folder, or convert it to WAV") from None
+    if len(y) == 0:
+        raise DataError(f"{path}: holds no samples (an empty or cut-off file)", hint="remove it from the folder")
+    if not np.isfinite(y).all():
+        sample = int(np.flatnonzero(~np.isfinite(y).all(axis=1))[0])
+        raise DataError(f"{path}: sample {sample} is {y[sample][~np.isfinite(y[sample])][0]} (the model takes finite "
+                        "samples)", hint="repair the file or remove it from the folder")
     if sr != sample_rate:
         raise DataError(f"{path}: sampled at {sr} Hz; the model takes {sample_rate} Hz",
                         hint=f"resample it to {sample_rate} Hz first")
@@ -77,15 +108,16 @@ def read_audio(path: Path, sample_rate: int) -> np.ndarray:
 
 
 def read_folder(folder: str | os.PathLike, media: dict) -> tuple[list[str], list[np.ndarray]]:
-    """File names and decoded arrays of every file in ``folder`` (name order) for the model's ``media`` entry."""
+    """File names (paths under ``folder``) and decoded arrays of every file in ``folder`` (name order; or of
+    ``folder`` itself when it is a file) for the model's ``media`` entry."""
     if media["kind"] == "image":
         if media["dtype"] != "uint8" or media["layout"] != "NHWC":
             raise ConfigError(f"the model takes {media['dtype']} {media['layout']} images; scoring folders needs a "
                               "uint8 NHWC input (files decode to it)", hint="rebuild it with dtype='uint8'")
         files = _files(Path(folder), IMAGE_SUFFIXES)
-        return [f.name for f in files], [read_image(f, media["channels"]) for f in files]
+        return [name for name, _ in files], [read_image(f, media["channels"]) for _, f in files]
     files = _files(Path(folder), AUDIO_SUFFIXES)
-    return [f.name for f in files], [read_audio(f, media["sample_rate"]) for f in files]
+    return [name for name, _ in files], [read_audio(f, media["sample_rate"]) for _, f in files]
 
 
 def score_folder(model: Any, folder: str | os.PathLike, *, trusted: bool = False,
@@ -116,15 +148,8 @@ def score_folder(model: Any, folder: str | os.PathLike, *, trusted: bool = False
         outs = session.run_feeds({media["input"]: batch})
         for j, i in enumerate(members):
             results[i] = [o[j] for o in outs]
-    columns: dict[str, Any] = {"file": names}
-    for k, out in enumerate(session.outputs):
-        values = np.stack([r[k] for r in results])
-        name = out.get("column", out["name"])
-        if values.ndim == 1:
-            columns[name] = values
-            continue
-        flat = values.reshape(len(values), -1)
-        labels = out.get("classes") or range(flat.shape[1])
-        for j, label in enumerate(labels):
-            columns[f"{name}_{label}"] = flat[:, j]
-    return pd.DataFrame(columns)
+    # the table path's frame: the same column names and missing labels (None, never the internal marker)
+    outputs = [np.stack([r[k] for r in results]) for k in range(len(session.outputs))]
+    table = session.frame([o.reshape(len(o), -1) if o.ndim > 2 else o for o in outputs])
+    table.insert(0, "file", names)
+    return table

@@ -296,6 +296,13 @@ class Session:
         Text columns have dtype ``object``.
         """
         results, finite = self._checked(data)
+        return self.frame(results, finite, data.index if isinstance(data, pd.DataFrame) else None)
+
+    def frame(self, results: list[np.ndarray], finite: bool = False, index: Any = None) -> pd.DataFrame:
+        """The output DataFrame of :meth:`score` from the model's outputs ``results`` (in output order, first axis
+        the rows; more than two axes are not table columns: flatten them first). ``finite``: every answer is
+        known to be finite, so no label needs marking missing (missing labels are None / ``pd.NA``, never the
+        internal marker)."""
         # labels can be missing only where probabilities are NaN: one vectorized test spares scanning text labels
         unscored = not finite and any(role in ("probabilities", "top_probabilities") and np.isnan(results[i]).any()
                                       for i, role, _, _ in self._post)
@@ -313,8 +320,7 @@ class Session:
         template = self._templates.get(key)
         if template is None:
             template = self._templates[key] = self._template(key)
-        return template.frame(arrays, data.index if isinstance(data, pd.DataFrame) else None,
-                              len(arrays[0]) if arrays else 0)
+        return template.frame(arrays, index, len(arrays[0]) if arrays else 0)
 
     def _template(self, widths: tuple[int, ...]) -> FrameTemplate:
         layout = []
