@@ -107,3 +107,31 @@ def test_a_polars_sample_is_compared_with_scikit_learn_on_what_it_reads_from_pol
     got = onegraph.score(onegraph.build(fitted, None, sample=complete), complete)
     np.testing.assert_allclose(got.filter(like="probabilities_").to_numpy(float), fitted.predict_proba(complete),
                                rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("encoder", ["onehot", "ordinal"])
+def test_an_encoder_that_learned_none_and_nan_apart_is_refused_naming_the_column(penguins, encoder):
+    """A OneHotEncoder / OrdinalEncoder (no imputer) fitted on an object column holding both None and NaN learns
+    them as two categories; the graph has one missing value. The ParityError asked to "report this"; it names
+    the column and the fix, and onegraph.frame's encoder, which the hint offers, exports the same frame."""
+    from sklearn.preprocessing import OrdinalEncoder
+
+    from onegraph.frame import OneHotEncoder as FrameOneHotEncoder
+
+    frame = _with_none(penguins, 0.1)
+    assert frame["sex"].isna().sum() > frame["sex"].map(lambda v: v is None).sum() > 0  # NaN rows stay too
+    y = penguins.loc[frame.index, "species"]
+    step = (OneHotEncoder(handle_unknown="ignore") if encoder == "onehot"
+            else OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=-1, encoded_missing_value=-2))
+    pipe = make_pipeline(ColumnTransformer([("sex", step, ["sex"])], remainder="passthrough"),
+                         LogisticRegression(max_iter=1000)).fit(frame, y)
+    assert sum(v is None for v in pipe[0].named_transformers_["sex"].categories_[0]) == 1
+    with pytest.raises(ParityError, match="column 'sex' holds None: in scikit-learn, its OneHotEncoder / "
+                                          "OrdinalEncoder learn None and NaN as two categories") as caught:
+        onegraph.build(pipe, None, frame)
+    assert "report this" not in str(caught.value)
+    ours = make_pipeline(ColumnTransformer([("sex", FrameOneHotEncoder(handle_unknown="ignore"), ["sex"])],
+                                           remainder="passthrough"), LogisticRegression(max_iter=1000)).fit(frame, y)
+    got = onegraph.score(onegraph.build(ours, None, frame), frame)
+    np.testing.assert_allclose(got[[f"probabilities_{c}" for c in ours.classes_]].to_numpy(),
+                               ours.predict_proba(frame), rtol=1e-9, atol=1e-12)

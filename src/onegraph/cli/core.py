@@ -163,7 +163,7 @@ def build(
 def score(
     model: Annotated[Path, typer.Argument(help="A model built by onegraph (.onnx).")],
     data: Annotated[Path, typer.Argument(help="Rows to score: a CSV or Parquet file (a folder of images / WAV "
-                                             "files for a media model).")],
+                                             "files, or one such file, for a media model).")],
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the scores (.csv or .parquet).")],
     keep: Annotated[Optional[list[str]], typer.Option(help="Input column to copy into the output (repeatable).")
                     ] = None,

@@ -139,23 +139,29 @@ def _parity_hint(preprocessing: Any, model: Any, frame: pd.DataFrame) -> str | N
                 "scikit-learn's search and the graph's TopK; the model was not written. Try algorithm='brute', "
                 "another n_neighbors, or data without exact ties")
     from sklearn.impute import KNNImputer, SimpleImputer
-    from sklearn.preprocessing import KBinsDiscretizer
+    from sklearn.preprocessing import KBinsDiscretizer, OneHotEncoder, OrdinalEncoder
 
     steps = [preprocessing, *(preprocessing.get_params(deep=True).values() if hasattr(preprocessing, "get_params")
                               else ())]
-    if any(isinstance(obj, SimpleImputer) for obj in steps):
+    keeping = [kind for kind, found in (("its SimpleImputer keeps None as a value (it imputes NaN only)",
+                                         any(isinstance(obj, SimpleImputer) for obj in steps)),
+                                        ("its OneHotEncoder / OrdinalEncoder learn None and NaN as two categories",
+                                         any(isinstance(obj, (OneHotEncoder, OrdinalEncoder)) for obj in steps)))
+               if found]
+    if keeping:
+        said = "in scikit-learn, " + " and ".join(keeping)
         holding = [str(c) for c in frame.columns if frame[c].dtype == object and any(v is None for v in frame[c])]
         if holding:
-            return (f"column {holding[0]!r} holds None, which scikit-learn's SimpleImputer keeps as a value (it "
-                    "imputes NaN only) and the graph reads as missing; the model was not written. Fit on "
-                    "frame.fillna(np.nan), or use onegraph.frame.SimpleImputer, which treats both as missing")
+            return (f"column {holding[0]!r} holds None: {said}, and the graph reads None and NaN as one missing "
+                    "value; the model was not written. Fit on frame.fillna(np.nan), or use onegraph.frame.SimpleImputer "
+                    "/ onegraph.frame.OneHotEncoder, which treat both as missing")
         arrow = [str(c) for c in frame.columns if isinstance(frame[c].dtype, pd.ArrowDtype)
                  and frame[c].dtype.kind in "OUS" and frame[c].isna().any()]
         if arrow:
-            return (f"column {arrow[0]!r} holds nulls (polars / Arrow), which reach scikit-learn as None: its "
-                    "SimpleImputer keeps them as a value (it imputes NaN only) and the graph reads them as missing; "
-                    "the model was not written. Fit and build on a pandas frame with NaN for missing text "
-                    "(frame.to_pandas().fillna(np.nan)), or use onegraph.frame.SimpleImputer")
+            return (f"column {arrow[0]!r} holds nulls (polars / Arrow), which reach scikit-learn as None: {said}, "
+                    "and the graph reads None and NaN as one missing value; the model was not written. Fit and "
+                    "build on a pandas frame with NaN for missing text (frame.to_pandas().fillna(np.nan)), or use "
+                    "onegraph.frame.SimpleImputer / onegraph.frame.OneHotEncoder")
     if any(isinstance(obj, KNNImputer) for obj in steps):
         return ("a KNNImputer's donors at equal distances (rounded measurements make ties common; distances over "
                 "the features both rows hold) may be chosen differently by scikit-learn and the graph's TopK; the "
