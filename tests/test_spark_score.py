@@ -151,3 +151,20 @@ def test_cli_scores_on_spark_into_parquet(cli, model, penguins, spark, tmp_path)
     np.testing.assert_allclose(got[want.columns[1:]].to_numpy(float), want.iloc[:, 1:].to_numpy(float), rtol=1e-12)
     again = cli("score", str(model), str(data), "--spark", "local[2]", "-o", str(out))
     assert again.returncode != 0 and "exists" in again.stderr
+
+
+def test_cli_names_the_column_and_value_spark_cannot_read(cli, model, penguins, spark, tmp_path):
+    """A CSV cell the model's column type cannot read ('long' in a number column) failed the job with Spark's
+    CAST_INVALID_INPUT, naming neither column nor row, after some 300 lines of executor stack traces. The error
+    names the column and the value, in one line, and Spark's own logging is off while the command runs."""
+    frame = penguins.drop(columns="species")
+    frame["bill_length_mm"] = frame["bill_length_mm"].astype(object)
+    frame.loc[7, "bill_length_mm"] = "long"
+    data = tmp_path / "rows.csv"
+    frame.to_csv(data, index=False, na_rep="NA")
+    result = cli("score", str(model), str(data), "--spark", "local[2]", "-o", str(tmp_path / "s.parquet"))
+    assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
+    assert f"column 'bill_length_mm': value 'long' in {data} is not a number" in result.stderr
+    assert not (tmp_path / "s.parquet").exists()
+    root = spark._jvm.org.apache.logging.log4j.LogManager.getRootLogger()
+    assert root.getLevel().toString() == "OFF"  # the executors' stack traces are not printed

@@ -13,6 +13,7 @@ import os
 import sys
 import time
 import uuid
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -52,16 +53,23 @@ def score_file(model: Path, data: Path, output: Path, *, keep: list[str] | None,
     specs = cached_session(model, trusted=trusted).inputs
     if master.startswith("local"):  # local workers run this interpreter, the one with onegraph installed
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
     spark = (SparkSession.builder.master(master).appName("onegraph score")
              .config("spark.ui.enabled", "false").getOrCreate())
+    _quiet(spark)
     frame = _read(spark, data, specs)
     keep_columns: Any = list(dict.fromkeys(keep)) if keep else False
     tmp = output.with_name(f".{output.name}.{uuid.uuid4().hex[:8]}.tmp")
     start = time.perf_counter()
     try:
         with spark_errors():
-            scored = score(frame, model, keep=keep_columns, trusted=True)
-            scored.write.parquet(str(tmp))
+            try:
+                scored = score(frame, model, keep=keep_columns, trusted=True)
+                scored.write.parquet(str(tmp))
+            except Exception as exc:
+                if "CAST_INVALID_INPUT" in str(exc):  # Spark's message names neither the column nor the row
+                    _refuse_unreadable(spark, data, specs)
+                raise
         elapsed = time.perf_counter() - start
         os.replace(tmp, output)
     finally:
@@ -69,13 +77,31 @@ def score_file(model: Path, data: Path, output: Path, *, keep: list[str] | None,
     return _rows(output), list(scored.columns), elapsed
 
 
+def _quiet(spark: Any) -> None:
+    """One line per error, as every command: the executors' Java stack traces (log4j) and PySpark's JSON
+    error log repeat, in hundreds of lines, what the command's own error says."""
+    from pyspark.logger import PySparkLogger
+
+    spark.sparkContext.setLogLevel("OFF")
+    for name in ("DataFrameQueryContextLogger", "SQLQueryContextLogger"):
+        PySparkLogger.getLogger(name).setLevel(100)  # above CRITICAL: its logger.exception is not printed
+
+
 def _read(spark: Any, data: Path, specs: list) -> Any:
     """DATA as a Spark DataFrame, the model's columns typed as its input schema says (CSV)."""
-    from pandas._libs.parsers import STR_NA_VALUES
-    from pyspark.sql import functions as F
-
     from onegraph.spark.score import SPARK_TYPES
 
+    frame = _raw(spark, data)
+    if data.suffix.lower() != ".csv":
+        return frame
+    for spec in specs:
+        if spec.name in frame.columns:
+            frame = frame.withColumn(spec.name, _text(spec.name).cast(SPARK_TYPES[spec.kind]))
+    return frame
+
+
+def _raw(spark: Any, data: Path) -> Any:
+    """DATA as Spark reads it: a Parquet file as stored, a CSV's columns as text."""
     if not data.exists():
         raise DataError(f"data file {data} does not exist", hint="check the path")
     suffix = data.suffix.lower()
@@ -83,14 +109,38 @@ def _read(spark: Any, data: Path, specs: list) -> Any:
         return spark.read.parquet(str(data))
     if suffix != ".csv":
         raise DataError(f"data file {data}: --spark reads .csv or .parquet", hint="convert it to Parquet")
-    frame = spark.read.option("header", True).option("inferSchema", False).csv(str(data))
-    markers = sorted(STR_NA_VALUES)
+    return spark.read.option("header", True).option("inferSchema", False).csv(str(data))
+
+
+def _text(name: str) -> Any:
+    """A CSV column's text, pandas' missing-value markers (``NA``, ``null``...) as null."""
+    from pandas._libs.parsers import STR_NA_VALUES
+    from pyspark.sql import functions as F
+
+    column = F.col(name)
+    return F.when(column.isin(sorted(STR_NA_VALUES)), None).otherwise(column)
+
+
+#: what a CSV cell must hold for each input kind, in the words of the error
+_READABLE = {"float": "a number", "int": "an integer", "bool": "true or false", "datetime": "a date / time",
+             "timedelta": "a duration"}
+
+
+def _refuse_unreadable(spark: Any, data: Path, specs: list) -> None:
+    """DataError naming the first model column of the CSV ``data`` with a value its input type cannot read,
+    and the value (Spark refuses it under ANSI casts naming neither); returns when none is found."""
+    from onegraph.spark.score import SPARK_TYPES
+
+    raw = _raw(spark, data)
     for spec in specs:
-        if spec.name in frame.columns:
-            column = F.col(spec.name)
-            value = F.when(column.isin(markers), None).otherwise(column)
-            frame = frame.withColumn(spec.name, value.cast(SPARK_TYPES[spec.kind]))
-    return frame
+        if spec.name not in raw.columns or spec.kind not in _READABLE:
+            continue
+        text = _text(spec.name)
+        bad = raw.filter(text.isNotNull() & text.try_cast(SPARK_TYPES[spec.kind]).isNull()).limit(1).collect()
+        if bad:
+            raise DataError(f"column {spec.name!r}: value {bad[0][spec.name]!r} in {data} is not "
+                            f"{_READABLE[spec.kind]}", hint="correct or remove it (onegraph score without --spark "
+                            "names its row)")
 
 
 def _rows(path: Path) -> int:
