@@ -104,3 +104,33 @@ def test_trusting_block_trusts_reads_of_functions_without_a_trusted_parameter(re
         load_model(penguins_onnx)
     with pytest.raises(ModelFileError, match="refused by the test's guard"):  # the block ended
         load_model(penguins_onnx)
+
+
+@pytest.mark.parametrize("kind", ["device", "fifo"])
+def test_a_device_or_fifo_given_as_a_model_is_refused_by_every_command(cli, penguins, tmp_path, kind):
+    """``onegraph check /dev/zero`` read without end in the calling process (22 GB, then the OOM killer: its
+    size is 0, so the size check passed) and a FIFO hung it; the one reader of model files refuses anything but a
+    regular file before opening it, for every command, with or without ``--trusted``."""
+    import os
+    import signal
+
+    if kind == "device":
+        model = "/dev/null"  # reads as empty (safe to run before the fix); /dev/zero is the same kind of file
+    else:
+        model = str(tmp_path / "pipe.onnx")
+        os.mkfifo(model)
+    penguins.head(5).to_csv(tmp_path / "rows.csv", index=False)
+    signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError("a command hung on the file")))
+    try:
+        for args in [["check", model], *_model_reading(model, str(tmp_path / "rows.csv"), model,
+                                                       str(tmp_path / "out"))]:
+            for extra in ([], ["--trusted"]) if args[0] != "check" else ([],):
+                signal.alarm(20)
+                result = cli(*args, *extra)
+                signal.alarm(0)
+                assert result.returncode in (1, 2), (args, result.stdout, result.stderr)
+                assert "is not a regular file (a device, FIFO or socket)" in result.stdout + result.stderr, args
+                assert "Traceback" not in result.stderr
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,9 @@ class ModelTooLargeError(ModelFileError):
         why = ("more than protobuf's 2 GiB limit for one file (a model this big keeps its weights in external "
                "data files)") if limit == MAX_FILE_BYTES else f"more than the limit of {limit:,} bytes"
         super().__init__(f"{label} holds {size:,} bytes, {why}",
-                         hint="check the path, or raise the limit (--limits memory=...)")
+                         hint="check the path; save the weights as external data (onnx.save_model(..., "
+                              "save_as_external_data=True))" if limit == MAX_FILE_BYTES else
+                              "check the path, or raise the limit (onegraph check --limits memory=...)")
         self.size, self.limit = size, limit
 
 
@@ -68,10 +71,18 @@ def source_of(model: Any, *, folder: str | os.PathLike | None = None, limit: int
     if isinstance(model, (str, os.PathLike)):
         path = Path(model)
         try:
-            size = path.stat().st_size
-            if size > cap:
-                raise ModelTooLargeError(label_of(model), size, cap)
-            data = path.read_bytes()
+            info = path.stat()
+            if stat.S_ISDIR(info.st_mode):
+                raise IsADirectoryError
+            if not stat.S_ISREG(info.st_mode):  # a device or FIFO: no size to check, a read without end or a hang
+                raise ModelFileError(f"model file {path} is not a regular file (a device, FIFO or socket)",
+                                     hint="give the path of a .onnx file")
+            if info.st_size > cap:
+                raise ModelTooLargeError(label_of(model), info.st_size, cap)
+            with open(path, "rb") as f:
+                data = f.read(cap + 1)  # a file grown since its stat is still read no further than the cap
+            if len(data) > cap:
+                raise ModelTooLargeError(label_of(model), len(data), cap)
         except FileNotFoundError:
             raise ModelFileError(f"model file {path} does not exist", hint="check the path") from None
         except IsADirectoryError:
