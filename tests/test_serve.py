@@ -259,6 +259,11 @@ BAD = [  # (method, path, body, headers, status, words the one-line error holds)
     ("POST", "/v2/models/penguins/versions/7/infer", json.dumps(_v2()).encode(), {}, 404, ["version '7'"]),
     ("POST", "/v2/repository/models/penguins/load", json.dumps({"parameters": {"config": "{}"}}).encode(), {}, 400,
      ["not supported"]),
+    # nested past Python's recursion limit: was 500 "internal error (RecursionError)" with a logged traceback
+    ("POST", PREDICT.format("penguins"), b'{"instances": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", {}, 400,
+     ["not JSON", "recursion"]),
+    ("POST", "/v2/models/penguins/infer", b'{"inputs": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", {}, 400,
+     ["not JSON", "recursion"]),
     ("GET", "/v2/models/penguins/infer", b"", {}, 405, ["method not allowed"]),
     ("GET", "/v3/nothing", b"", {}, 404, ["no route"]),
 ]

@@ -38,6 +38,7 @@ def test_bad_options_print_one_line(cli, model, tmp_path):
             (["serve", f"a={model}", f"a={model}"], "two models are named 'a'"),
             (["serve", f"a b={model}"], "URL path segment"),
             (["serve", str(model), "--port", "70000"], "port 70000"),
+            (["serve", str(model), "--log-level", "loud"], "--log-level 'loud' is not a log level"),  # was exit 70
         ]
         garbage = tmp_path / "garbage.onnx"
         garbage.write_bytes(b"garbage")

@@ -254,7 +254,7 @@ class _Handlers:
         if body.strip():
             try:
                 doc = json.loads(body)
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:  # RecursionError: nested too deeply
                 raise ProtocolError(f"the load request is not JSON ({exc})") from None
             if isinstance(doc, dict) and doc.get("parameters"):
                 raise ProtocolError("a load request with parameters (a config, model files) is not supported",

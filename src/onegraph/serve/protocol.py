@@ -82,7 +82,7 @@ def parse_infer_request(body: bytes, header_length: str | None = None) -> InferR
             raise ProtocolError(f"header {HEADER_LENGTH}: {json_size} bytes, but the body has {len(body)}")
     try:
         header = json.loads(body[:json_size])
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # RecursionError: nested too deeply
         raise ProtocolError(f"the request is not JSON ({exc})",
                             hint="send {\"inputs\": [{\"name\", \"shape\", \"datatype\", \"data\"}, ...]}") from None
     if not isinstance(header, dict) or not isinstance(header.get("inputs"), list) or not header["inputs"]:

@@ -58,7 +58,7 @@ def read_rows(body: bytes, kind: str, specs: list) -> tuple[int | None, Any]:
     if kind == JSON:
         try:
             doc = json.loads(body)
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # RecursionError: nested too deeply
             raise ProtocolError(f"the body is not JSON ({exc})", hint=_INSTANCES) from None
         instances = doc.get("instances") if isinstance(doc, dict) else None
         if not isinstance(instances, list):

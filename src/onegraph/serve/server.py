@@ -95,6 +95,9 @@ class Server:
                  access_log: bool = False) -> None:
         if workers < 1:
             raise ConfigError(f"--workers {workers}: give 1 or more processes")
+        if log_level not in uvicorn.config.LOG_LEVELS:  # uvicorn raised KeyError for it after loading the models
+            raise ConfigError(f"--log-level {log_level!r} is not a log level",
+                              hint=f"give one of {', '.join(uvicorn.config.LOG_LEVELS)}")
         self.models = parse_models(models) if isinstance(models, list) else dict(models)
         self.options = options or ServeOptions()
         self.workers = workers
