@@ -13,6 +13,8 @@ import errno
 import json
 import os
 import socket
+import signal
+import sys
 import threading
 import time
 from pathlib import Path
@@ -136,7 +138,15 @@ class Server:
 
             Multiprocess(self.config, sockets=[self.socket]).run()
         else:
-            self._server.run(sockets=[self.socket])
+            main = threading.current_thread() is threading.main_thread()
+            # uvicorn re-raises the SIGTERM it shut down on, once its own handler is gone: SystemExit(0) (a clean
+            # stop, as Ctrl-C and the multi-process supervisor end), not death by the signal (exit status 143)
+            previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(0)) if main else None
+            try:
+                self._server.run(sockets=[self.socket])
+            finally:
+                if main:
+                    signal.signal(signal.SIGTERM, previous)
 
     def start(self) -> Server:
         """Serve from a background thread (one worker); returns once the server accepts requests."""
