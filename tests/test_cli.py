@@ -284,6 +284,30 @@ def test_score_reads_every_compression_its_hint_lists(tmp_path, cli, penguins_on
                                   expected.filter(like="probabilities_").to_numpy())
 
 
+@pytest.mark.parametrize("tolerance", [["--rtol", "-1"], ["--atol", "-1"], ["--rtol", "nan"], ["--atol", "inf"]])
+def test_convert_and_compare_refuse_a_tolerance_that_is_not_one(tmp_path, cli, penguins_onnx, tolerance):
+    """A negative or NaN tolerance made identical outputs "max abs diff 0.00e+00 ... DIVERGES" (exit 1 after the
+    whole run); it is refused first, in one line, by the commands and by onegraph.build."""
+    for args in (["convert", str(penguins_onnx), "--opset", "20", "-o", str(tmp_path / "c.onnx")],
+                 ["convert", str(penguins_onnx), "--fp16", "-o", str(tmp_path / "c.onnx")],
+                 ["compare", str(penguins_onnx)]):
+        result = cli(*args, *tolerance)
+        assert result.returncode == 1 and result.stderr.count("\n") == 1, (args, result.stderr)
+        assert f"{tolerance[0][2:]} {float(tolerance[1])!r} is not a tolerance" in result.stderr, result.stderr
+    assert not (tmp_path / "c.onnx").exists()
+
+
+def test_build_refuses_a_tolerance_that_is_not_one(penguins):
+    from sklearn.linear_model import LogisticRegression
+
+    from onegraph.errors import ConfigError
+
+    x = penguins[["bill_length_mm", "flipper_length_mm"]].dropna()
+    model = LogisticRegression().fit(x, penguins.loc[x.index, "species"])
+    with pytest.raises(ConfigError, match="rtol -1e-06 is not a tolerance"):
+        onegraph.build(None, model, x, rtol=-1e-6)
+
+
 def test_convert_and_compare_refuse_data_without_rows(tmp_path, cli, penguins_onnx, penguins):
     penguins.head(0).to_csv(tmp_path / "header.csv", index=False)
     for args in (["convert", str(penguins_onnx), "--opset", "20", "--data", str(tmp_path / "header.csv"),

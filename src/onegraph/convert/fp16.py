@@ -27,7 +27,6 @@
 from __future__ import annotations
 
 import copy
-import math
 import warnings
 from typing import Any
 
@@ -51,6 +50,7 @@ from onegraph.verify.lowprec import (
     reference_run,
     relative_error,
 )
+from onegraph.verify.parity import check_tolerances
 from onegraph.verify.runs import agreement, run
 
 __all__ = ["DEFAULTS", "convert_float16", "to_low_precision"]
@@ -109,10 +109,7 @@ def convert_float16(model: Any, *, data: Any = None, rows: int = 64, fmt: str = 
     max_error = d_err if max_error is None else max_error
     rtol = d_rtol if rtol is None else rtol
     atol = d_atol if atol is None else atol
-    for option, value in (("max_error", max_error), ("rtol", rtol), ("atol", atol)):
-        if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
-            raise OnegraphError(f"{option} {value!r} is not a tolerance: give a finite number >= 0",
-                                hint=f"e.g. {option}={DEFAULTS[fmt][('max_error', 'rtol', 'atol').index(option)]}")
+    check_tolerances(max_error=max_error, rtol=rtol, atol=atol)
     original = load_model(model)
     fp32 = _named(inlined(copy.deepcopy(original)))
     feeds = model_feeds(original, data, rows=rows)

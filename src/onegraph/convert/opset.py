@@ -52,6 +52,7 @@ from onegraph.errors import (
 from onegraph.io import save_model
 from onegraph.verify.feeds import model_feeds
 from onegraph.verify.lowprec import reference_run
+from onegraph.verify.parity import check_tolerances
 from onegraph.verify.runs import agreement, run
 
 __all__ = ["ML_DOMAIN", "default_opset", "convert_opset", "check_opsets", "verify",
@@ -103,6 +104,7 @@ def convert_opset(model: Any, opset: int, *, data: Any = None, rows: int = 16, r
         or an output changes beyond tolerance (unless ``accept_diff``); ``.report`` holds the details.
     """
     check_opsets(opset, ml_opset)
+    check_tolerances(rtol=rtol, atol=atol)
     original = load_model(model)
     src = default_opset(original)
     if src is None:

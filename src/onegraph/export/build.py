@@ -175,6 +175,9 @@ def _parity_hint(preprocessing: Any, model: Any, frame: pd.DataFrame) -> str | N
 
 def _tolerance(model: Any, rtol: float | None, atol: float | None) -> tuple[float, float]:
     """The parity tolerance: the caller's, else the model adapter's (``Adapter.tolerance``)."""
+    from onegraph.verify.parity import check_tolerances
+
+    check_tolerances(rtol=rtol, atol=atol)
     tol = (1e-6, 1e-12)
     if model is not None and type(model).__module__.split(".")[0] in ("xgboost", "lightgbm", "catboost"):
         from onegraph.export.adapters.choose import adapt

@@ -35,6 +35,7 @@ from onegraph.errors import ConfigError, OnegraphError
 from onegraph.verify.feeds import model_feeds
 from onegraph.verify.intermediates import expose, inlined, with_types
 from onegraph.verify.lowprec import reference_run
+from onegraph.verify.parity import check_tolerances
 from onegraph.verify.runs import as_array, run, session
 
 __all__ = ["AGAINST", "TensorStats", "Divergence", "CompareReport", "compare_runtimes"]
@@ -177,6 +178,7 @@ def compare_runtimes(model: Any, data: Any = None, *, against: str = "reference"
     """
     if rows < 1:
         raise ConfigError(f"rows must be at least 1 (got {rows})", hint="compare needs rows to run")
+    check_tolerances(rtol=rtol, atol=atol)
     original = load_model(model)
     feeds = model_feeds(original, data, rows=rows)  # refuses data without rows
     flat = with_types(inlined(original))

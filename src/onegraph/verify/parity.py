@@ -17,7 +17,7 @@ import pandas as pd
 
 from onegraph.contract.columns import MISSING_STRING
 
-__all__ = ["OutputParity", "ParityReport", "outputs_parity", "compare", "as_graph_values", "parity_batch_rows",
+__all__ = ["OutputParity", "ParityReport", "outputs_parity", "compare", "check_tolerances", "as_graph_values", "parity_batch_rows",
            "PARITY_BATCH_BYTES"]
 
 
@@ -152,6 +152,22 @@ def _is_missing(values: np.ndarray) -> np.ndarray:
     return np.asarray([v is None or v is pd.NA or v is pd.NaT or (isinstance(v, float) and v != v)
                        or (isinstance(v, str) and v == MISSING_STRING) for v in values.ravel()],
                       dtype=bool).reshape(values.shape)
+
+
+def check_tolerances(**tolerances: float | None) -> None:
+    """Raise :class:`~onegraph.errors.ConfigError` for a tolerance (``rtol=...``, ``atol=...``; None: the
+    default, skipped) that is negative or not finite: ``diff <= atol + rtol * |expected|`` is then false for
+    every difference (NaN) or for none, and a report would say identical outputs diverge."""
+    import math
+
+    from onegraph.errors import ConfigError
+
+    for name, value in tolerances.items():
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+            raise ConfigError(f"{name} {value!r} is not a tolerance: give a finite number >= 0",
+                              hint=f"e.g. --{name.replace('_', '-')} 1e-5 ({name}=1e-5 in Python)")
 
 
 def compare(name: str, got: Any, expected: Any, *, rtol: float, atol: float, exact: bool = False) -> OutputParity:
