@@ -118,3 +118,13 @@ def test_matches_wrapped_as_named_functions():
 def test_unknown_rule_is_an_error():
     with pytest.raises(PassError, match="unknown fusion rule 'lstm2'"):
         fused("encoder", ["lstm2"])
+
+
+def test_a_rule_named_twice_counts_its_matches_once_and_no_rule_is_an_error():
+    """``--rules lstm,lstm`` fused the cells and reported 0 matches (the second pass, finding nothing, overwrote
+    the counts); ``--rules ""`` ran every rule."""
+    _, once = fused("classifiers", ["lstm"])
+    _, twice = fused("classifiers", ["lstm", "lstm"])
+    assert twice == once and once["lstm_cell"] == 2 * pm.STEPS
+    with pytest.raises(PassError, match="no fusion rule given"):
+        fused("classifiers", [])

@@ -180,7 +180,7 @@ def fuse(
     """Re-fuse decomposed LayerNormalization, GELU, LSTM and GRU in MODEL; print each rule's match count."""
     from onegraph.passes import fuse as fuse_model
 
-    chosen = [r.strip() for r in rules.split(",") if r.strip()] if rules else None
+    chosen = [r.strip() for r in rules.split(",") if r.strip()] if rules is not None else None
     counts = _transform(model, output, lambda m: fuse_model(m, chosen, as_functions=as_functions))
     table = Table("rule", "matches", box=None)
     for key, n in counts.items():  # type: ignore[attr-defined]

@@ -80,10 +80,14 @@ def fuse(model: ir.Model, rules: Iterable[str] | None = None, *, as_functions: b
     Raises
     ------
     PassError
-        for an unknown rule name.
+        for an unknown rule name, or an empty ``rules`` (a name given twice counts once).
     """
     known = families()
-    names = list(known) if rules is None else list(rules)
+    # a family named twice would run twice, its second (empty) pass overwriting the counts of the first
+    names = list(known) if rules is None else list(dict.fromkeys(rules))
+    if not names:
+        raise PassError("no fusion rule given", hint=f"name one or more of {', '.join(known)}, or leave the "
+                        "rules out for all")
     for name in names:
         if name not in known:
             raise PassError(f"unknown fusion rule {name!r}", hint=f"use one of {', '.join(known)}")
