@@ -200,3 +200,11 @@ def test_the_output_is_atomic_and_checked_first(setup):
     assert out.read_bytes() == b"previous" and [p.name for p in tmp.glob(".out.onnx.*")] == []
     with pytest.raises(Exception, match="is a folder"):
         fed.average(base, deltas, path=tmp)
+
+
+def test_trim_without_trimmed_mean_is_refused(setup):
+    """``--trim 0.1`` with FedAvg wrote "fedavg of 2 deltas" without a word: the cut asked for was not made."""
+    base, deltas, tmp = setup
+    with pytest.raises(FederatedError, match="trim 0.1 applies to --method trimmed-mean, not fedavg"):
+        fed.average(base, deltas, trim=0.1, path=tmp / "out.onnx")
+    assert not (tmp / "out.onnx").exists()

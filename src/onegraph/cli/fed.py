@@ -124,7 +124,8 @@ def average(
     output: _Out,
     method: Annotated[str, typer.Option("--method", help="fedavg (weighted by samples), median or trimmed-mean "
                                                          "(coordinate-wise).")] = "fedavg",
-    trim: Annotated[float, typer.Option("--trim", help="trimmed-mean: fraction cut at each end.")] = 0.2,
+    trim: Annotated[Optional[float], typer.Option("--trim", help="trimmed-mean: fraction cut at each end "
+                                                                  "(default 0.2).", show_default=False)] = None,
     memory_mb: _Memory = 64,
     trusted: Trusted = False,
 ) -> None:

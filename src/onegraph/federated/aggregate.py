@@ -51,7 +51,7 @@ METHODS = ("fedavg", "median", "trimmed-mean")
 MEMORY = 64 << 20
 
 
-def average(base: Any, deltas: Sequence[str | os.PathLike], *, method: str = "fedavg", trim: float = 0.2,
+def average(base: Any, deltas: Sequence[str | os.PathLike], *, method: str = "fedavg", trim: float | None = None,
             path: str | os.PathLike | None = None, memory: int = MEMORY, trusted: bool = False) -> onnx.ModelProto:
     """Merge client deltas computed against ``base`` into a new model (see the module docstring).
 
@@ -64,7 +64,8 @@ def average(base: Any, deltas: Sequence[str | os.PathLike], *, method: str = "fe
     method:
         ``fedavg`` (weighted by each delta's sample count), ``median`` or ``trimmed-mean``.
     trim:
-        For ``trimmed-mean``: fraction of the clients cut at each end, per coordinate (``0 <= trim < 0.5``).
+        For ``trimmed-mean`` only: fraction of the clients cut at each end, per coordinate (``0 <= trim < 0.5``;
+        default 0.2).
     path:
         Where to write the merged model (atomically); None: only return it.
     memory:
@@ -86,6 +87,10 @@ def average(base: Any, deltas: Sequence[str | os.PathLike], *, method: str = "fe
     """
     if method not in METHODS:
         raise FederatedError(f"unknown method {method!r}", hint=f"use one of {', '.join(METHODS)}")
+    if trim is not None and method != "trimmed-mean":  # it was ignored: the user asked for a cut not made
+        raise FederatedError(f"trim {trim} applies to --method trimmed-mean, not {method}",
+                             hint="add --method trimmed-mean, or leave --trim out")
+    trim = 0.2 if trim is None else trim
     if method == "trimmed-mean" and not 0 <= trim < 0.5:
         raise FederatedError(f"trim {trim} is not a fraction in [0, 0.5)", hint="e.g. --trim 0.2")
     return _merge(base, deltas, method, trim if method == "trimmed-mean" else None, path, memory, trusted)
@@ -256,11 +261,12 @@ class _Parameter:
             for h in headers:
                 values = read_slice(h, self.name, index, check=False)
                 weight = float(h.samples) if self.method == "fedavg" else 1.0
-                if total is None:  # sum in file order from the first term, as numpy.average's sum does
-                    total = np.multiply(values, weight, dtype=np.float64)
-                    term = np.empty_like(total)
-                else:
-                    np.add(total, np.multiply(values, weight, out=term, dtype=np.float64), out=total)
+                with np.errstate(over="ignore", invalid="ignore"):  # a non-finite sum is located below, by file
+                    if total is None:  # sum in file order from the first term, as numpy.average's sum does
+                        total = np.multiply(values, weight, dtype=np.float64)
+                        term = np.empty_like(total)
+                    else:
+                        np.add(total, np.multiply(values, weight, out=term, dtype=np.float64), out=total)
             if not np.isfinite(total).all():  # NaN or infinity in a delta makes the sum so: find which
                 self._locate(index)
             return total / float(sum(h.samples for h in headers)) if self.method == "fedavg" else total
@@ -279,10 +285,15 @@ class _Parameter:
 
     def _locate(self, index: tuple) -> None:
         """Raise naming the first delta whose slice holds NaN or infinity, or the overflow of their sum."""
+        largest, worst = -1.0, self.headers[0]
         for h in self.headers:
-            read_slice(h, self.name, index)
-        raise FederatedError(f"parameter {self.name!r}: the deltas' weighted sum overflows float64",
-                             parameter=self.name, hint="one of the deltas is far too large; leave it out")
+            values = read_slice(h, self.name, index)
+            size = float(np.max(np.abs(values), initial=0.0))
+            if size > largest:
+                largest, worst = size, h
+        raise FederatedError(f"parameter {self.name!r}: the deltas' weighted sum overflows float64; {worst.label} "
+                             f"holds the largest values (|value| up to {largest:.3g})", parameter=self.name,
+                             file=str(worst.path), hint="that delta is far too large: leave it out")
 
     def _agreed(self, index: tuple) -> np.ndarray:
         first = read_slice(self.headers[0], self.name, index)
