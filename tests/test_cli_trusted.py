@@ -4,6 +4,7 @@ whichever function reads it (:func:`onegraph.check.loader.trusting`)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from test_io_leftovers import _commands
 
@@ -134,3 +135,23 @@ def test_a_device_or_fifo_given_as_a_model_is_refused_by_every_command(cli, peng
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, signal.SIG_DFL)
+
+
+def test_a_zipmap_classifier_is_named_with_the_fix_not_sent_to_check(cli, penguins, tmp_path):
+    """skl2onnx's default classifier output (ZipMap: a sequence of maps) made compose / compare / fuse fail with a
+    protobuf dump and "check it with `onegraph check`", which finds the file clean; the error names the output
+    and the skl2onnx option that gives a tensor."""
+    from skl2onnx import to_onnx
+    from sklearn.linear_model import LogisticRegression
+
+    x = penguins[["bill_length_mm", "flipper_length_mm"]].dropna()
+    rows = x.to_numpy(np.float32)  # ZipMap takes float probabilities: a float32 model, as skl2onnx's docs
+    model = LogisticRegression(max_iter=1000).fit(rows, penguins.loc[x.index, "species"])
+    path = tmp_path / "zipmap.onnx"
+    path.write_bytes(to_onnx(model, rows[:1], target_opset=18).SerializeToString())
+    assert cli("check", str(path)).returncode == 0
+    for args in (["compare", str(path)], ["fuse", str(path), "-o", str(tmp_path / "f.onnx")]):
+        result = cli(*args)
+        assert result.returncode == 1 and result.stderr.count("\n") == 1, (args, result.stderr)
+        assert "output 'output_probability' is a map or a sequence of maps" in result.stderr, result.stderr
+        assert "options={'zipmap': False}" in result.stderr

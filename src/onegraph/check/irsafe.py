@@ -35,8 +35,24 @@ def from_proto(proto: Any, what: str = "the model") -> Any:
     except RecursionError:
         raise ModelFileError(f"{what} nests subgraphs too deeply to be read") from None
     except Exception as exc:  # SerdeError, or what its deserializers raise on odd messages
+        mapped = _map_typed(proto)
+        if mapped is not None:  # a valid model (check finds it clean) that onnx-ir does not read
+            raise ModelFileError(f"{what}: {mapped} is a map or a sequence of maps (skl2onnx's ZipMap output), "
+                                 "which onegraph's graph passes do not read",
+                                 hint="convert the classifier with options={'zipmap': False} (skl2onnx) to get "
+                                      "a probabilities tensor") from None
         raise ModelFileError(f"{what} cannot be read as a graph: {_reason(exc)}",
                              hint="check it with `onegraph check`") from None
+
+
+def _map_typed(proto: Any) -> str | None:
+    """``output 'name'`` of the first graph input / output of map or sequence-of-maps type, else None."""
+    for kind, values in (("input", proto.graph.input), ("output", proto.graph.output)):
+        for value in values:
+            t = value.type
+            if t.HasField("map_type") or (t.HasField("sequence_type") and t.sequence_type.elem_type.HasField("map_type")):
+                return f"{kind} {value.name!r}"
+    return None
 
 
 def to_proto(model: Any, what: str = "the model") -> Any:
