@@ -129,3 +129,17 @@ def test_warned_when_nothing_is_converted():
     assert report.warnings == ["no node was converted to float16: all 1 node(s) with float tensors stay float32"]
     assert report.ok and "result: ok, with 1 warning(s)" in str(report)
     np.testing.assert_allclose(reference_run(converted, {"x": x})["y"], x + np.float32(1e5), rtol=1e-3)
+
+
+def test_cli_fp16_without_data_warns_that_ranges_were_not_measured_on_real_rows(cli, penguins_onnx, penguins,
+                                                                                tmp_path):
+    """``convert --fp16`` without --data measured value ranges on generated inputs and printed a plain "ok"; a
+    model fine there can overflow on real rows (a LayerNormalization's sums). It warns, and not with --data."""
+    result = cli("convert", str(penguins_onnx), "--fp16", "-o", str(tmp_path / "a.onnx"))
+    assert result.returncode == 0, result.stderr
+    assert "warning: the float16 / bfloat16 ranges were measured on generated inputs" in result.stderr
+    penguins.head(40).to_csv(tmp_path / "rows.csv", index=False)
+    result = cli("convert", str(penguins_onnx), "--fp16", "--data", str(tmp_path / "rows.csv"), "-o",
+                 str(tmp_path / "b.onnx"))
+    assert result.returncode == 0, result.stderr
+    assert "warning" not in result.stderr
