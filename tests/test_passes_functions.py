@@ -206,3 +206,15 @@ def test_built_pipelines_call_one_function_per_step(penguins):
     model = ir.from_proto(grouped)
     passes.inline(model)
     assert node_multiset(model) == node_multiset(ir.from_proto(flat))
+
+
+def test_cli_group_matching_nothing_is_an_error_and_writes_nothing(cli, tmp_path):
+    """``functions group --class Nope`` wrote an unchanged copy and said "0 call(s) of 0 function(s)", exit 0."""
+    path = tmp_path / "m.onnx"
+    path.write_bytes(pm.export("classifiers", True, None))
+    result = cli("functions", "group", str(path), "--class", "Nope", "-o", str(tmp_path / "g.onnx"))
+    assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
+    assert "nothing to group: no nodes of" in result.stderr and "--class Nope" in result.stderr
+    assert not (tmp_path / "g.onnx").exists()
+    result = cli("functions", "group", str(path), "--class", "LSTM", "-o", str(tmp_path / "g.onnx"))
+    assert result.returncode == 0 and (tmp_path / "g.onnx").exists(), result.stderr

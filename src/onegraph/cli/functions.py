@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 
 from onegraph.cli.base import app, err, out, reads_models, writes
-from onegraph.errors import OnegraphError
+from onegraph.errors import OnegraphError, PassError
 
 __all__ = ["list_", "group", "inline_", "fuse"]
 
@@ -135,6 +135,12 @@ def group(
         from onegraph.passes import list_functions
 
         calls = group_functions(ir_model, by, **options)
+        if not calls:  # an unchanged copy with exit 0 would read as done
+            asked = {"--class": classes, "--path": paths, "--scope": scopes}
+            said = "; ".join(f"{k} {', '.join(v)}" for k, v in asked.items() if v)
+            raise PassError(f"nothing to group: no nodes of {model} match --by {by}" + (f" ({said})" if said else ""),
+                            hint="see the nodes' names and scopes with `onegraph functions list MODEL --nodes`; "
+                                 "nothing was written")
         return calls, list_functions(ir_model)
 
     calls, infos = _transform(model, output, change)  # type: ignore[misc]
