@@ -116,3 +116,18 @@ def test_an_ensemble_of_files_that_do_not_name_their_classes_is_refused(files):
     with pytest.raises(ExportError, match="model 'lr' does not say which class each column of its probabilities"):
         compose_models([str(folder / "pre.onnx"), str(folder / "lr.onnx"), str(folder / "lr.onnx")],
                        names=["pre", "lr", "lr_again"], ensemble="mean")
+
+
+def test_a_model_with_a_fixed_batch_is_refused_naming_its_input(files, tmp_path):
+    """torch.onnx.export(dynamo=True) without dynamic_shapes fixes the batch at the traced size: compose --check
+    died with "internal error (InvalidArgument: ... Got invalid dimensions for input: x)", exit 70. Refused when
+    the model is read, naming the input and how to export it."""
+    folder, fitted = files
+    frame, y, pre, x = penguins()
+    from skl2onnx import to_onnx
+
+    fixed = to_onnx(fitted["lr"], np.asarray(x, np.float32)[:2], options={"zipmap": False}, target_opset=15)
+    fixed.graph.input[0].type.tensor_type.shape.dim[0].dim_value = 2  # as a trace of two rows records it
+    (tmp_path / "fixed.onnx").write_bytes(fixed.SerializeToString())
+    with pytest.raises(ExportError, match=r"model 'fixed': input 'X' takes a fixed batch of 2 rows \(shape \[2, 10\]\)"):
+        compose_models([folder / "pre.onnx", tmp_path / "fixed.onnx"], sample=frame)

@@ -107,6 +107,12 @@ def read_part(model: Any, name: str) -> Part:
             rank = len(t.shape.dim)
             if t.elem_type not in _ELEM or rank not in (1, 2):
                 raise ExportError(f"model {name!r}: input {i.name!r} is not a table column or feature matrix")
+            batch = t.shape.dim[0]
+            if batch.HasField("dim_value") and batch.dim_value != 1:  # onnxruntime refuses every other row count
+                raise ExportError(f"model {name!r}: input {i.name!r} takes a fixed batch of {batch.dim_value} rows "
+                                  f"(shape {[d.dim_value if d.HasField('dim_value') else d.dim_param for d in t.shape.dim]})",
+                                  hint="export it with a dynamic batch dimension (torch.onnx.export's dynamic_shapes "
+                                       "or dynamic_axes; skl2onnx's initial_types [None, width])")
             if rank == 2 and len(graph_inputs) == 1 and t.elem_type in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE):
                 dim = t.shape.dim[1]
                 matrix = (i.name, _ELEM[t.elem_type][1], dim.dim_value if dim.HasField("dim_value") else None)
@@ -300,7 +306,8 @@ def run_chained(parts: list[Part], data: Any) -> dict[str, dict[str, np.ndarray]
             cols = [results[p.feeds_from][o["name"]] for o in producer.outputs if o.get("role") == "feature"]
             x = np.column_stack([np.asarray(c, np.float64) for c in cols])
             x = x.astype(np.float32 if p.matrix[1] == "float" else np.float64)
-            got = dict(zip([o.name for o in sess._session.get_outputs()], sess._session.run(None, {p.matrix[0]: x})))
+            names = [o.name for o in sess._session.get_outputs()]
+            got = dict(zip(names, sess.run_feeds({p.matrix[0]: x}, names)))  # onnxruntime's errors as onegraph's
         else:
             got = sess.run(data)
         results[p.name] = {o["role"] if o.get("role") in _ROLE_BY_NAME else o["name"]: got[o["name"]]
