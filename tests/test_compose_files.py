@@ -123,7 +123,7 @@ def test_a_model_with_a_fixed_batch_is_refused_naming_its_input(files, tmp_path)
     died with "internal error (InvalidArgument: ... Got invalid dimensions for input: x)", exit 70. Refused when
     the model is read, naming the input and how to export it."""
     folder, fitted = files
-    frame, y, pre, x = penguins()
+    frame, _, _, x = penguins()
     from skl2onnx import to_onnx
 
     fixed = to_onnx(fitted["lr"], np.asarray(x, np.float32)[:2], options={"zipmap": False}, target_opset=15)

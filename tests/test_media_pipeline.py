@@ -169,14 +169,14 @@ def test_16_bit_images_subfolders_and_one_file(digits_model, tmp_path, capsys):
     Image.fromarray(sixteen).save(folder / "deep.png")  # Pillow writes uint16 as a 16-bit grayscale PNG
     assert Image.open(folder / "deep.png").mode == "I;16"
     Image.fromarray(images[1792, ..., 0]).save(folder / "inner" / "nine.png")
-    code, out, err = cli(capsys, "score", str(path), str(folder), "-o", str(tmp_path / "s.csv"))
+    code, _, err = cli(capsys, "score", str(path), str(folder), "-o", str(tmp_path / "s.csv"))
     assert code == 0, err
     scores = pd.read_csv(tmp_path / "s.csv")
     assert scores["file"].tolist() == ["deep.png", "inner/nine.png"]
     expected = np.rint(sixteen / 257.0).astype(np.uint8)  # numpy's rounding of the exact quotient, no tie possible
     direct = Session(path).run_feeds({"image": np.stack([expected, images[1792, ..., 0]])[..., None]})[1]
     np.testing.assert_allclose(scores.filter(like="probabilities_").to_numpy(), direct, rtol=1e-15)
-    code, out, err = cli(capsys, "score", str(path), str(folder / "inner" / "nine.png"), "-o", str(tmp_path / "1.csv"))
+    code, _, err = cli(capsys, "score", str(path), str(folder / "inner" / "nine.png"), "-o", str(tmp_path / "1.csv"))
     assert code == 0, err
     assert pd.read_csv(tmp_path / "1.csv")["file"].tolist() == ["nine.png"]
     Image.fromarray(images[1793, ..., 0].astype(np.float32)).save(folder / "float.tiff")

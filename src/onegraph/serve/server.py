@@ -12,8 +12,8 @@ from __future__ import annotations
 import errno
 import json
 import os
-import socket
 import signal
+import socket
 import sys
 import threading
 import time
