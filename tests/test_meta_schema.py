@@ -248,3 +248,18 @@ def test_json_schema_agrees_with_the_code(built):
         if key == "meta_version":
             bad = 0
         assert list(validator.iter_errors({key: bad})), f"the JSON Schema accepts the malformed {key}"
+
+
+def test_inputs_that_describe_no_graph_input_are_a_problem_for_validate_and_score(cli, penguins_onnx, penguins,
+                                                                                   tmp_path):
+    """``meta set inputs=[]`` was accepted, ``meta validate`` called the model valid (exit 0), and score then said
+    "takes table columns, not a folder of images" of a CSV: an inputs list must describe every graph input (but
+    the ones other fields describe: a sequence model's window index, a media model's tensor)."""
+    emptied = tmp_path / "emptied.onnx"
+    assert cli("meta", "set", str(penguins_onnx), "inputs=[]", "-o", str(emptied)).returncode == 0  # a valid value
+    result = cli("meta", "validate", str(emptied))
+    assert result.returncode == 1 and "does not describe the graph's input(s)" in result.stdout, result.stdout
+    penguins.head(3).to_csv(tmp_path / "rows.csv", index=False)
+    result = cli("score", str(emptied), str(tmp_path / "rows.csv"), "-o", str(tmp_path / "s.csv"))
+    assert result.returncode == 1 and "org.onegraph.inputs" in result.stderr, result.stderr
+    assert "does not describe the graph's input(s) ['island'" in result.stderr

@@ -44,7 +44,7 @@ import dataclasses
 import datetime as _dt
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -68,7 +68,7 @@ __all__ = ["PREFIX", "SCHEMA_VERSION", "STANDARD_KEYS", "OutputSchema", "Trainin
            "TransferLearning", "PrecisionRegion", "Precision", "ComposedModel", "EnsembleSchema",
            "SequenceSchema", "SequenceSpec", "FederatedRound", "Federated", "ModelMetadata", "FIELDS",
            "MAX_DEPTH", "validate", "encode", "decode", "Metadata", "read", "against_graph", "input_problems",
-           "now_rfc3339"]
+           "internal_inputs", "now_rfc3339"]
 
 PREFIX = "org.onegraph."
 SCHEMA_VERSION = 2
@@ -518,14 +518,32 @@ _KINDS_OF = {"double": {"float", "bool"}, "float": {"float"}, "int64": {"int", "
              "bool": {"bool"}, "string": {"string"}}
 
 
-def input_problems(entries: Sequence[Mapping[str, Any]], graph_inputs: Mapping[str, str | None]) -> list[str]:
+def internal_inputs(fields: Mapping[str, Any]) -> set[str]:
+    """Graph inputs described by another field than ``inputs``: a sequence model's window index
+    (:class:`SequenceSpec`), a media model's image / audio tensor (``media``)."""
+    found = set()
+    for key, default in (("sequence", "onegraph.window"), ("media", None)):
+        entry = fields.get(key)
+        if isinstance(entry, Mapping) and entry.get("input", default):
+            found.add(entry.get("input", default))
+    return found
+
+
+def input_problems(entries: Sequence[Mapping[str, Any]], graph_inputs: Mapping[str, str | None],
+                   internal: Iterable[str] = ()) -> list[str]:
     """What the decoded ``inputs`` entries say that the graph contradicts, given its inputs as name ->
     element type (``double``, ``string``... as ``onnx_type`` spells them; None when not a tensor of those):
     an entry naming an input the graph does not have, an ``onnx_type`` that is not the input's, a ``kind``
-    its ``onnx_type`` cannot carry (a ``float`` kind on a string input would feed text as numbers)."""
+    its ``onnx_type`` cannot carry (a ``float`` kind on a string input would feed text as numbers), a graph
+    input no entry describes (``inputs=[]`` set by hand: nothing would feed it) other than the ``internal``
+    ones (:func:`internal_inputs`)."""
     absent = [e["name"] for e in entries if e["name"] not in graph_inputs]
     if absent:
         return [f"names inputs the graph does not have: {absent[:5]}"]
+    described = {e["name"] for e in entries} | set(internal)
+    undescribed = [name for name in graph_inputs if name not in described]
+    if undescribed:
+        return [f"does not describe the graph's input(s) {undescribed[:5]} (one entry per input)"]
     for e in entries:
         kind, onnx_type, actual = e.get("kind"), e.get("onnx_type"), graph_inputs[e["name"]]
         if actual is not None and onnx_type != actual:
@@ -549,9 +567,11 @@ def against_graph(graph: Any, fields: Mapping[str, Any]) -> list[MetadataError]:
             problems.append(MetadataError(PREFIX + key, f"names {what} the graph does not have: {absent[:5]}"))
 
     if isinstance(fields.get("inputs"), list):
+        constants = {t.name for t in graph.initializer}  # IR < 4 lists initializers among the inputs
         types = {i.name: _ONNX_TYPES.get(i.type.tensor_type.elem_type) if i.type.HasField("tensor_type") else None
-                 for i in graph.input}
-        problems += [MetadataError(PREFIX + "inputs", p) for p in input_problems(fields["inputs"], types)]
+                 for i in graph.input if i.name not in constants}
+        problems += [MetadataError(PREFIX + "inputs", p)
+                     for p in input_problems(fields["inputs"], types, internal_inputs(fields))]
     if isinstance(fields.get("outputs"), list):
         missing("outputs", [o["name"] for o in fields["outputs"]], {o.name for o in graph.output}, "outputs")
     initializers = {t.name for t in graph.initializer}

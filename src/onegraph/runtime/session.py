@@ -87,12 +87,13 @@ class Session:
                                  hint="check it with `onegraph check`") from None
         self.batch_size = int(batch_size)
         fields, _ = meta.decode(self._session.get_modelmeta().custom_metadata_map,
-                                only=("inputs", "outputs", "sequence"))
+                                only=("inputs", "outputs", "sequence", "media"))
         ort_inputs = self._session.get_inputs()
         if "inputs" in fields:
             # ORT's types: "tensor(double)" -> "double" (the entries' spelling)
             problems = meta.input_problems(fields["inputs"], {i.name: i.type[7:-1] if i.type.startswith("tensor(")
-                                                              else None for i in ort_inputs})
+                                                              else None for i in ort_inputs},
+                                           meta.internal_inputs(fields))
             if problems:
                 raise ModelFileError(f"the model's metadata (org.onegraph.inputs) {problems[0]}",
                                      hint="check it with `onegraph check`; rebuild it, or fix it with `onegraph meta "
