@@ -521,12 +521,9 @@ _KINDS_OF = {"double": {"float", "bool"}, "float": {"float"}, "int64": {"int", "
 def internal_inputs(fields: Mapping[str, Any]) -> set[str]:
     """Graph inputs described by another field than ``inputs``: a sequence model's window index
     (:class:`SequenceSpec`), a media model's image / audio tensor (``media``)."""
-    found = set()
-    for key, default in (("sequence", "onegraph.window"), ("media", None)):
-        entry = fields.get(key)
-        if isinstance(entry, Mapping) and entry.get("input", default):
-            found.add(entry.get("input", default))
-    return found
+    entries = ((fields.get(key), default) for key, default in (("sequence", "onegraph.window"), ("media", None)))
+    names = {entry.get("input", default) for entry, default in entries if isinstance(entry, Mapping)}
+    return names - {None}
 
 
 def input_problems(entries: Sequence[Mapping[str, Any]], graph_inputs: Mapping[str, str | None],

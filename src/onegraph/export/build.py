@@ -23,7 +23,7 @@ from onegraph.export.sources import (
     input_columns,
     split_pipeline,
 )
-from onegraph.verify.parity import outputs_parity
+from onegraph.verify.parity import check_tolerances, outputs_parity
 
 __all__ = ["build", "MAX_FEATURE_OUTPUTS"]
 
@@ -95,6 +95,7 @@ def build(preprocessing: Any, model: Any = None, sample: Any = None, *, path: st
         from onegraph.io import check_output_path
 
         check_output_path(path, model=True)
+    check_tolerances(rtol=rtol, atol=atol)  # before the graph is emitted, not after
     for what, obj in (("preprocessing", preprocessing), ("model", model)):
         if obj is not None and not hasattr(obj, "get_params"):
             raise ExportError(f"{what} must be a fitted scikit-learn-compatible object, not a {type(obj).__name__}",
@@ -175,9 +176,6 @@ def _parity_hint(preprocessing: Any, model: Any, frame: pd.DataFrame) -> str | N
 
 def _tolerance(model: Any, rtol: float | None, atol: float | None) -> tuple[float, float]:
     """The parity tolerance: the caller's, else the model adapter's (``Adapter.tolerance``)."""
-    from onegraph.verify.parity import check_tolerances
-
-    check_tolerances(rtol=rtol, atol=atol)
     tol = (1e-6, 1e-12)
     if model is not None and type(model).__module__.split(".")[0] in ("xgboost", "lightgbm", "catboost"):
         from onegraph.export.adapters.choose import adapt

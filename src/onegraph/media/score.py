@@ -47,8 +47,8 @@ def _files(folder: Path, suffixes: tuple[str, ...]) -> list[tuple[str, Path]]:
     if not folder.is_dir():
         raise DataError(f"{folder} is not a folder or a file", hint="give a folder of images / audio files (or one "
                         "file) for a media model")
-    files = sorted((p.relative_to(folder).as_posix(), p) for p in folder.rglob("*")
-                   if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+    under = ((p.relative_to(folder), p) for p in folder.rglob("*") if p.is_file())
+    files = sorted((name.as_posix(), p) for name, p in under if not any(part.startswith(".") for part in name.parts))
     if not files:
         raise DataError(f"{folder} holds no files", hint=f"put {'/'.join(suffixes)} files in it")
     return files
@@ -97,9 +97,10 @@ def read_audio(path: Path, sample_rate: int) -> np.ndarray:
                         hint="remove it from the folder, or convert it to WAV") from None
     if len(y) == 0:
         raise DataError(f"{path}: holds no samples (an empty or cut-off file)", hint="remove it from the folder")
-    if not np.isfinite(y).all():
-        sample = int(np.flatnonzero(~np.isfinite(y).all(axis=1))[0])
-        raise DataError(f"{path}: sample {sample} is {y[sample][~np.isfinite(y[sample])][0]} (the model takes finite "
+    finite = np.isfinite(y)
+    if not finite.all():
+        sample = int(np.flatnonzero(~finite.all(axis=1))[0])
+        raise DataError(f"{path}: sample {sample} is {y[sample][~finite[sample]][0]} (the model takes finite "
                         "samples)", hint="repair the file or remove it from the folder")
     if sr != sample_rate:
         raise DataError(f"{path}: sampled at {sr} Hz; the model takes {sample_rate} Hz",

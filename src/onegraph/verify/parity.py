@@ -17,8 +17,8 @@ import pandas as pd
 
 from onegraph.contract.columns import MISSING_STRING
 
-__all__ = ["OutputParity", "ParityReport", "outputs_parity", "compare", "check_tolerances", "as_graph_values", "parity_batch_rows",
-           "PARITY_BATCH_BYTES"]
+__all__ = ["OutputParity", "ParityReport", "outputs_parity", "compare", "check_tolerances", "as_graph_values",
+           "parity_batch_rows", "PARITY_BATCH_BYTES"]
 
 
 @dataclasses.dataclass
