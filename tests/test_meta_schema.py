@@ -189,6 +189,21 @@ def test_newer_schema_versions_are_noted_not_refused():
     assert md.ok and md.fields["new_thing"] == "x" and "version" in md.notes[0]
 
 
+def test_a_prefixed_key_this_schema_version_does_not_know_is_noted_with_the_field_it_is_close_to(cli, penguins_onnx,
+                                                                                                 tmp_path):
+    """A model carrying ``org.onegraph.licence`` (another tool's or a hand's typo) read as valid without a word,
+    the license unset; a key the schema does not have is kept (forward compatibility) but noted."""
+    md = read({PREFIX + "licence": "MIT", PREFIX + "flavour": "x", PREFIX + "meta_version": str(SCHEMA_VERSION)})
+    assert md.ok and md.fields["licence"] == "MIT"
+    assert any("licence is not a field" in n and f"did you mean {PREFIX}license?" in n for n in md.notes), md.notes
+    assert any("flavour is not a field" in n and "did you mean" not in n for n in md.notes), md.notes
+    proto = onnx.load(penguins_onnx)
+    proto.metadata_props.add(key=PREFIX + "licence", value="MIT")
+    onnx.save(proto, tmp_path / "typo.onnx")
+    result = cli("meta", "validate", str(tmp_path / "typo.onnx"))
+    assert f"did you mean {PREFIX}license?" in result.stdout, result.stdout
+
+
 @pytest.fixture(scope="module")
 def built(penguins, tmp_path_factory):
     df = penguins.dropna(subset=["species"]).reset_index(drop=True)
@@ -263,3 +278,32 @@ def test_inputs_that_describe_no_graph_input_are_a_problem_for_validate_and_scor
     result = cli("score", str(emptied), str(tmp_path / "rows.csv"), "-o", str(tmp_path / "s.csv"))
     assert result.returncode == 1 and "org.onegraph.inputs" in result.stderr, result.stderr
     assert "does not describe the graph's input(s) ['island'" in result.stderr
+
+
+@pytest.mark.parametrize("entries", ["[]", '[{"name": "label", "column": "label", "role": "label"}]'])
+def test_outputs_that_leave_a_graph_output_undescribed_are_a_problem_for_validate_and_score(
+        cli, penguins_onnx, penguins, tmp_path, entries):
+    """``meta set outputs=[]`` passed ``meta validate`` (exit 0) and score then wrote ``probabilities_0..2``
+    instead of the class names; an outputs list naming ``label`` alone made score drop the probabilities
+    without a word. An outputs list must describe every graph output (check outputs are told by their names)."""
+    edited = tmp_path / "edited.onnx"
+    assert cli("meta", "set", str(penguins_onnx), f"outputs={entries}", "-o", str(edited)).returncode == 0
+    result = cli("meta", "validate", str(edited))
+    assert result.returncode == 1 and "does not describe the graph's output(s)" in result.stdout, result.stdout
+    assert "'probabilities'" in result.stdout
+    penguins.head(3).to_csv(tmp_path / "rows.csv", index=False)
+    result = cli("score", str(edited), str(tmp_path / "rows.csv"), "-o", str(tmp_path / "s.csv"))
+    assert result.returncode == 1 and "org.onegraph.outputs" in result.stderr, result.stderr
+    assert "'probabilities'" in result.stderr and not (tmp_path / "s.csv").exists()
+    # the way out the message gives: without the key the outputs are read from the graph
+    cleared = tmp_path / "cleared.onnx"
+    assert cli("meta", "set", str(edited), "--remove", "outputs", "-o", str(cleared)).returncode == 0
+    assert cli("score", str(cleared), str(tmp_path / "rows.csv"), "-o", str(tmp_path / "s.csv")).returncode == 0
+    assert len(pd.read_csv(tmp_path / "s.csv")) == 3
+
+
+def test_meta_set_refuses_a_key_given_twice(cli, penguins_onnx, tmp_path):
+    """``meta set author=A author=B`` kept B without a word."""
+    result = cli("meta", "set", str(penguins_onnx), "author=A", "author=B", "-o", str(tmp_path / "m.onnx"))
+    assert result.returncode == 1 and "'author' is given twice" in result.stderr, result.stderr
+    assert not (tmp_path / "m.onnx").exists()

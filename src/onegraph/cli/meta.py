@@ -72,6 +72,9 @@ def set_(
         key, sep, value = item.partition("=")
         if not sep or not key:
             raise OnegraphError(f"{item!r} is not KEY=VALUE", hint="e.g. author='Ada Lovelace'")
+        if key in updates:
+            raise OnegraphError(f"{key!r} is given twice ({updates[key]!r} and {value!r})",
+                                hint="give each key once")
         updates[key] = value
     if not updates and not remove:
         raise OnegraphError("nothing to set or remove", hint="give KEY=VALUE pairs or --remove KEY")

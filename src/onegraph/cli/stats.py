@@ -142,11 +142,17 @@ def strip(
     output: Annotated[Path, typer.Option("-o", "--output", help="Where to write the lean model (.onnx).")],
 ) -> None:
     """Remove every statistic, quantization annotation and the scale / zero-point initializers onegraph added."""
-    from onegraph.stats.annotate import strip as strip_model
+    from onegraph.check.loader import load_model
+    from onegraph.io import save_model
+    from onegraph.stats.annotate import stripped
 
-    lean = _rewritten(model, output, strip_model)
-    before = model.stat().st_size
-    out.print(f"wrote {output}: {before / 1024:.1f} KiB -> {lean.ByteSize() / 1024:.1f} KiB")
+    lean = stripped(model)
+    if lean is None:  # the model as read: a pipeline's next step finds OUT either way
+        save_model(load_model(model), output)
+        out.print(f"{model} carries no statistics or quantization annotations: wrote it unchanged to {output}")
+        return
+    save_model(lean, output)
+    out.print(f"wrote {output}: {model.stat().st_size / 1024:.1f} KiB -> {lean.ByteSize() / 1024:.1f} KiB")
 
 
 def _rewritten(model: Path, output: Path, rewrite: Any) -> Any:

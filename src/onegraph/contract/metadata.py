@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import difflib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -61,13 +62,13 @@ from pydantic import (
 )
 
 from onegraph.contract.columns import ColumnSpec
-from onegraph.contract.outputs import ROLES
+from onegraph.contract.outputs import ROLES, check_entry
 from onegraph.errors import MetadataError
 
 __all__ = ["PREFIX", "SCHEMA_VERSION", "STANDARD_KEYS", "OutputSchema", "TrainingData", "Lineage",
            "TransferLearning", "PrecisionRegion", "Precision", "ComposedModel", "EnsembleSchema",
            "SequenceSchema", "SequenceSpec", "FederatedRound", "Federated", "ModelMetadata", "FIELDS",
-           "MAX_DEPTH", "validate", "encode", "decode", "Metadata", "read", "against_graph", "input_problems",
+           "MAX_DEPTH", "validate", "encode", "decode", "Metadata", "read", "against_graph", "input_problems", "output_problems",
            "internal_inputs", "now_rfc3339"]
 
 PREFIX = "org.onegraph."
@@ -508,6 +509,11 @@ def read(props: Mapping[str, str], only: Sequence[str] | None = None) -> Metadat
     if isinstance(version, int) and version > SCHEMA_VERSION:
         notes.append(f"written with metadata schema version {version}; this onegraph knows {SCHEMA_VERSION} "
                      "(fields it does not know are kept as text)")
+    else:  # a field this version should know: most likely a typo written by hand or by another tool
+        for name in (n for n in fields if n not in FIELDS):
+            near = difflib.get_close_matches(name, list(FIELDS), n=1, cutoff=0.8)
+            notes.append(f"{PREFIX}{name} is not a field of metadata schema version {SCHEMA_VERSION}"
+                         + (f" (did you mean {PREFIX}{near[0]}?)" if near else "") + "; kept as text, read by nothing")
     return Metadata(fields, others, invalid, errors, notes)
 
 
@@ -551,9 +557,25 @@ def input_problems(entries: Sequence[Mapping[str, Any]], graph_inputs: Mapping[s
     return []
 
 
+def output_problems(entries: Sequence[Mapping[str, Any]], graph_outputs: Sequence[str]) -> list[str]:
+    """What the decoded ``outputs`` entries say that the graph (its output names ``graph_outputs``)
+    contradicts: an entry naming an output the graph does not have, a graph output no entry describes
+    (``outputs=[]`` set by hand would score ``probabilities`` without its class names, and a missing entry
+    drops the output from the scores) other than the check outputs, which their names describe
+    (:func:`onegraph.contract.outputs.check_entry`)."""
+    absent = [e["name"] for e in entries if e["name"] not in set(graph_outputs)]
+    if absent:
+        return [f"names outputs the graph does not have: {absent[:5]}"]
+    described = {e["name"] for e in entries}
+    undescribed = [n for n in graph_outputs if n not in described and check_entry(n) is None]
+    if undescribed:
+        return [f"does not describe the graph's output(s) {undescribed[:5]} (one entry per output)"]
+    return []
+
+
 def against_graph(graph: Any, fields: Mapping[str, Any]) -> list[MetadataError]:
     """What the decoded ``fields`` (of :func:`read`) say of ``graph`` (an ``onnx.GraphProto``) that it
-    contradicts: ``inputs`` (see :func:`input_problems`), ``outputs`` entries naming outputs it does not have,
+    contradicts: ``inputs`` and ``outputs`` (see :func:`input_problems`, :func:`output_problems`),
     ``transfer_learning`` parameters naming no initializer, ``precision`` regions naming no node. One
     :class:`MetadataError` per key at fault, naming it."""
     problems = []
@@ -570,7 +592,8 @@ def against_graph(graph: Any, fields: Mapping[str, Any]) -> list[MetadataError]:
         problems += [MetadataError(PREFIX + "inputs", p)
                      for p in input_problems(fields["inputs"], types, internal_inputs(fields))]
     if isinstance(fields.get("outputs"), list):
-        missing("outputs", [o["name"] for o in fields["outputs"]], {o.name for o in graph.output}, "outputs")
+        problems += [MetadataError(PREFIX + "outputs", p)
+                     for p in output_problems(fields["outputs"], [o.name for o in graph.output])]
     initializers = {t.name for t in graph.initializer}
     tl = fields.get("transfer_learning")
     if isinstance(tl, dict):

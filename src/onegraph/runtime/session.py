@@ -64,6 +64,10 @@ class Session:
     trusted:
         Skip the pre-check that parses and opens the model in an isolated process first
         (:func:`onegraph.check.loader.read_model`); only for files you made or trust.
+    extra_outputs:
+        The model carries graph outputs its ``org.onegraph.outputs`` does not describe (a tool's copy with
+        intermediate tensors exposed, read with :meth:`run_feeds`); by default such a model is refused
+        (:func:`onegraph.contract.metadata.output_problems`).
 
     Raises
     ------
@@ -73,7 +77,7 @@ class Session:
     """
 
     def __init__(self, model: Any, *, threads: int | None = None, batch_size: int = 65536,
-                 trusted: bool = False) -> None:
+                 trusted: bool = False, extra_outputs: bool = False) -> None:
         if int(batch_size) < 1 or (threads is not None and int(threads) < 0):
             raise ConfigError(f"batch_size={batch_size!r}, threads={threads!r}: batch_size must be >= 1 and "
                               "threads >= 0 (0: onnxruntime's default)")
@@ -96,18 +100,23 @@ class Session:
                                            meta.internal_inputs(fields))
             if problems:
                 raise ModelFileError(f"the model's metadata (org.onegraph.inputs) {problems[0]}",
-                                     hint="check it with `onegraph check`; rebuild it, or fix it with `onegraph meta "
-                                     "set`")
+                                     hint=_FIX_METADATA)
             self.inputs = [ColumnSpec.from_dict(d) for d in fields["inputs"]]
         else:
             self.inputs = [_spec_from_ort(i) for i in ort_inputs]
         columns = {s.name for s in self.inputs}
         self._rank2 = [i.name for i in ort_inputs if len(i.shape) == 2 and i.name in columns]
         ort_outputs = [o.name for o in self._session.get_outputs()]
-        described = fields.get("outputs") or [{"name": n, "column": n, "role": "output"} for n in ort_outputs]
-        missing = {o["name"] for o in described} - set(ort_outputs)
-        if missing:
-            raise ModelFileError(f"the model's metadata names outputs it does not have: {sorted(missing)}")
+        if "outputs" in fields:
+            described_names = {o["name"] for o in fields["outputs"]}
+            problems = meta.output_problems(fields["outputs"], [n for n in ort_outputs if n in described_names]
+                                            if extra_outputs else ort_outputs)
+            if problems:
+                raise ModelFileError(f"the model's metadata (org.onegraph.outputs) {problems[0]}",
+                                     hint=_FIX_METADATA)
+            described = fields["outputs"]
+        else:
+            described = [{"name": n, "column": n, "role": "output"} for n in ort_outputs]
         # every check the graph computes is read, whether or not its metadata entry says so (see check_entries)
         checks = check_entries(described, ort_outputs)
         flagged = {c["name"] for c in checks}
@@ -343,6 +352,8 @@ def _all_finite(value: np.ndarray) -> bool:
 
 #: output roles that are a model's answer (infinite inputs are checked against them)
 _ANSWERS = frozenset({"probabilities", "top_probabilities", "prediction", "score"})
+_FIX_METADATA = ("check it with `onegraph check`; rebuild it, fix the entries with `onegraph meta set`, or remove "
+                 "the key (`onegraph meta set MODEL --remove outputs -o OUT`: then they are read from the graph)")
 
 
 def _column(value: np.ndarray, kind: str | None, tz: str | None = None) -> Any:

@@ -61,7 +61,7 @@ import onnx_ir as ir
 from pydantic import ValidationError
 
 from onegraph.check import irsafe
-from onegraph.check.loader import load_ir
+from onegraph.check.loader import load_ir, load_model
 from onegraph.errors import OnegraphError
 from onegraph.stats.accumulators import (
     ChannelStats,
@@ -274,9 +274,21 @@ def annotate(model: Any, stats: Mapping[str, TensorStats], qparams: Mapping[str,
 
 
 def strip(model: Any) -> onnx.ModelProto:
-    """A copy of ``model`` without statistics or quantization annotations (:class:`StripStatsPass`)."""
+    """A copy of ``model`` without statistics or quantization annotations (:class:`StripStatsPass`); a model
+    that carries none comes back as it was read (see :func:`stripped`)."""
+    lean = stripped(model)
+    if lean is not None:
+        return lean
+    return irsafe.to_proto(model) if isinstance(model, ir.Model) else load_model(model)
+
+
+def stripped(model: Any) -> onnx.ModelProto | None:
+    """``model`` without its statistics and quantization annotations, or None when it carries none (the
+    round trip through onnx-ir would otherwise rewrite a model with nothing to strip, adding the value infos
+    it infers)."""
     ir_model = irsafe.from_proto(irsafe.to_proto(model)) if isinstance(model, ir.Model) else _ir_model(model)
-    StripStatsPass()(ir_model)
+    if not StripStatsPass()(ir_model).modified:
+        return None
     return irsafe.to_proto(ir_model)
 
 

@@ -417,7 +417,7 @@ class _Runner:
         if self.table:
             from onegraph.runtime import Session
 
-            self.session = Session(exposed, threads=threads)
+            self.session = Session(exposed, threads=threads, extra_outputs=True)
             self._run = lambda names, feeds: self.session.run_feeds(feeds, names)
             self.inputs = {s.name: None for s in self.session.inputs}
             self.fixed_batch = None
