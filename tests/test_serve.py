@@ -265,6 +265,9 @@ BAD = [  # (method, path, body, headers, status, words the one-line error holds)
     ("POST", "/v2/models/penguins/infer", b'{"inputs": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", {}, 400,
      ["not JSON", "recursion"]),
     ("GET", "/v2/models/penguins/infer", b"", {}, 405, ["method not allowed"]),
+    # was 404 "unknown model 'penguins:predict'" (the GET route of /v1/models/{name} took it)
+    ("GET", PREDICT.format("penguins"), b"", {}, 405, ["method not allowed"]),
+    ("PUT", PREDICT.format("penguins"), b"", {}, 405, ["method not allowed"]),
     ("GET", "/v3/nothing", b"", {}, 404, ["no route"]),
 ]
 

@@ -82,6 +82,8 @@ def create_app(repository: ModelRepository) -> Starlette:
     routes = [
         Route("/v1/models/{name}:predict", h.endpoint("predict", h.predict), methods=["POST"]),
         Route("/v2/models/{name}/infer", h.endpoint("infer", h.infer), methods=["POST"]),
+        # another method on :predict would match the GET route /v1/models/{name} below (a model 'x:predict'): 405
+        Route("/v1/models/{name}:predict", _post_only),
     ]
     for prefix in ("/v2/models/{name}", "/v2/models/{name}/versions/{version}"):
         routes += [
@@ -108,10 +110,14 @@ def _json(doc: Any, status: int = 200, headers: dict[str, str] | None = None) ->
     return Response(json.dumps(doc, separators=(",", ":")).encode(), status, headers, media_type="application/json")
 
 
+async def _post_only(request: Request) -> Response:
+    raise HTTPException(405, headers={"Allow": "POST"})
+
+
 async def _http_error(request: Request, exc: HTTPException) -> Response:
     """Routing errors (no such route, method not allowed) in the same one-line JSON form."""
     what = {404: "no route", 405: "method not allowed"}.get(exc.status_code, exc.detail)
-    return _json({"error": f"{what}: {request.method} {request.url.path}"}, exc.status_code)
+    return _json({"error": f"{what}: {request.method} {request.url.path}"}, exc.status_code, exc.headers)
 
 
 class _Handlers:
