@@ -431,3 +431,31 @@ def test_bool_columns_feed_integer_inputs_as_zero_and_one(dtype):
     values = [True, False, None] if dtype != "bool" else [True, False]
     got = to_feed(YEAR, pd.array(values, dtype=dtype))
     np.testing.assert_array_equal(got, [1, 0, NA_INT64][:len(values)])
+
+
+def test_build_says_when_numbers_written_with_thousands_separators_are_text(cli, tmp_path):
+    """Weights written "3,504" (pandas reads no thousands separator) were one-hot encoded without a word; the
+    same written as a target sent the user from --task regression ("use --task classification") to
+    classification ("--task regression if it holds numbers") and back. Each now says the values are numbers
+    written as text, naming some with their rows."""
+    cars = pd.read_csv(DATA / "cars.csv")
+    formatted = cars.assign(Weight_in_lbs=[f"{v:,}" for v in cars["Weight_in_lbs"]])
+    path = tmp_path / "cars.csv"
+    formatted.to_csv(path, index=False)
+    done = cli("build", str(path), "--target", "Miles_per_Gallon", "-o", str(tmp_path / "cars.onnx"))
+    assert done.returncode == 0, done
+    first = formatted["Weight_in_lbs"][0]
+    assert "column 'Weight_in_lbs'" in done.stderr and f"numbers written as text ('{first}' (row 0)" in done.stderr
+    assert "write them as plain numbers" in done.stderr
+    money = cars.dropna(subset=["Miles_per_Gallon"]).assign(
+        Miles_per_Gallon=lambda d: [f"{v:.1f}".replace(".", ",") for v in d["Miles_per_Gallon"]])  # decimal comma
+    money.to_csv(path, index=False)
+    for task in ([], ["--task", "regression"]):
+        done = cli("build", str(path), "--target", "Miles_per_Gallon", *task, "-o", str(tmp_path / "m.onnx"))
+        assert done.returncode == 1, done
+        assert "numbers written as text" in done.stderr and "plain numbers" in done.stderr, done.stderr
+        assert "use --task classification" not in done.stderr
+    # classification of those texts when asked: allowed (the texts are the classes)
+    done = cli("build", str(path), "--target", "Miles_per_Gallon", "--task", "classification", "-o",
+               str(tmp_path / "m.onnx"))
+    assert done.returncode == 0, done.stderr

@@ -42,7 +42,7 @@ from onegraph.frame.transformers import (
 )
 
 __all__ = ["CLASSIFIERS", "REGRESSORS", "MODEL_NAMES", "Plan", "infer_task", "check_task", "prepare",
-           "DATE_SHARE", "DATE_FORMATS", "NUMBER_SHARE", "stray_text", "plan", "make_model"]
+           "DATE_SHARE", "DATE_FORMATS", "NUMBER_SHARE", "formatted_numbers", "stray_text", "plan", "make_model"]
 
 CLASSIFIERS = {
     "logistic": ("sklearn.linear_model", "LogisticRegression", {"max_iter": 2000}),
@@ -98,21 +98,31 @@ def check_task(target: pd.Series, task: str) -> str:
     Raises :class:`~onegraph.errors.DataError` for a single-class target, a classification target with nearly
     one class per row (more than 20 classes and more than half the rows), or regression on text.
     """
+    kind = spec_for(str(target.name), target).kind
+    # numbers written as text fail both tasks: say so rather than send the user from one to the other
+    formatted = formatted_numbers(target) if kind == "string" else None
+    classes, rows = target.nunique(dropna=True), int(target.notna().sum())
+    if task == "auto" and formatted and classes > 20:  # text, so classes; but surely meant as numbers
+        raise DataError(f"target column {target.name!r} has {classes} distinct values, and {formatted}",
+                        hint=f"{_AS_NUMBERS} for a regression, or give --task classification to use the texts as "
+                             "classes")
     if task == "auto":
         task = infer_task(target)
     if task not in ("classification", "regression"):
         raise DataError(f"unknown task {task!r}", hint="use classification, regression or auto")
-    classes, rows = target.nunique(dropna=True), int(target.notna().sum())
     if task == "classification" and classes < 2:
         raise DataError(f"target column {target.name!r} has a single class ({target.dropna().iloc[0]!r})",
                         hint="a classifier needs at least two classes in the data")
     if task == "classification" and classes > max(20, rows // 2):
         raise DataError(f"target column {target.name!r} has {classes} classes in {rows} rows: nearly one per row "
-                        "(an identifier or free text?), which no classifier can learn",
-                        hint="choose another target column, or --task regression if it holds numbers")
-    if task == "regression" and spec_for(str(target.name), target).kind not in ("float", "int", "bool"):
-        raise DataError(f"target column {target.name!r} holds {spec_for(str(target.name), target).kind} values; "
-                        "regression needs numbers", hint="use --task classification")
+                        + (f"({formatted})" if formatted else "(an identifier or free text?), which no classifier "
+                           "can learn"),
+                        hint="--task regression for its numbers" if kind in ("float", "int") else
+                        f"{_AS_NUMBERS} for a regression" if formatted else "choose another target column")
+    if task == "regression" and kind not in ("float", "int", "bool"):
+        raise DataError(f"target column {target.name!r} holds {kind} values; regression needs numbers"
+                        + (f" ({formatted})" if formatted else ""),
+                        hint=_AS_NUMBERS if formatted else "use --task classification")
     return task
 
 
@@ -150,6 +160,9 @@ def _leave_out(name: str, values: pd.Series, kind: str) -> str | None:
         return f"no header in the file (pandas named it {name!r}); give the column a name to use it"
     distinct = len(present) > 20 and present.nunique() == len(present)
     if distinct and kind == "string":
+        formatted = formatted_numbers(values)
+        if formatted is not None:
+            return f"all values distinct as text: {formatted}; to use them as numbers, {_AS_NUMBERS} and build again"
         numbers = _stray_numbers(values)
         if numbers is not None:  # a numeric column with a few typos: say what makes it text
             return (f"all values distinct as text: {numbers}; to use it as numbers, make those cells empty "
@@ -261,12 +274,43 @@ def _stray_numbers(values: pd.Series) -> str | None:
     return f"{len(present) - n_stray} of its {len(present)} values are numbers, but {n_stray} are not: {listed}{more}"
 
 
+#: a number written for people: a currency sign, thousands separators (``1,175.90``, ``1.175,90``, ``1 175``,
+#: ``1'175``), a decimal comma, a percent sign; pandas reads none of them as numbers
+_FORMATTED_NUMBER = re.compile(r"\s*[-+]?\s*[$€£¥]?\s*[-+]?(?:\d{1,3}(?:([,. '\u00a0\u202f])\d{3})+(?:(?!\1)[.,]\d+)?"
+                               r"|\d+,\d+|\d+(?:\.\d+)?)\s*%?\s*")
+
+
+def formatted_numbers(values: pd.Series) -> str | None:
+    """For text whose values (at least :data:`NUMBER_SHARE` of the present ones, some not plain numbers) are
+    numbers written for people (:data:`_FORMATTED_NUMBER`: ``1,175.90``, ``$12``, ``7%``): a few of them with
+    their rows (the frame's index labels); else None."""
+    present = values.dropna()
+    if len(present) < 2:
+        return None
+    texts = pd.Series(np.asarray(present, dtype=object), index=present.index).astype(str)
+    formatted = texts.str.fullmatch(_FORMATTED_NUMBER)
+    plain = pd.to_numeric(texts, errors="coerce").notna()
+    shown = texts[formatted & ~plain]
+    if shown.empty or (formatted | plain).mean() < NUMBER_SHARE:
+        return None
+    first = shown.drop_duplicates()
+    listed = ", ".join(f"{w!r} (row {i})" for i, w in list(first.items())[:3])
+    return (f"its values are numbers written as text ({listed}: thousands separators, a currency or percent sign, "
+            "or a decimal comma)")
+
+
+_AS_NUMBERS = "write them as plain numbers (1175.90)"
+
+
 def stray_text(values: pd.Series) -> str | None:
     """For a text column holding numbers but for a few values: a note naming those values and their rows (the
     frame's index labels, i.e. data rows counted from 0) and what to do; else None.
 
     The column stays categorical (onegraph never guesses that ``"?"`` means missing: scoring would then have to
     guess too); the note says how to make it numeric."""
+    formatted = formatted_numbers(values)
+    if formatted is not None:
+        return f"used as categories: {formatted}; to use them as numbers, {_AS_NUMBERS} and build again"
     numbers = _stray_numbers(values)
     if numbers is None:
         return None
