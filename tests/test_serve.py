@@ -264,6 +264,16 @@ BAD = [  # (method, path, body, headers, status, words the one-line error holds)
      ["not JSON", "recursion"]),
     ("POST", "/v2/models/penguins/infer", b'{"inputs": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", {}, 400,
      ["not JSON", "recursion"]),
+    # a datatype other than the model's was converted: FP32 48.2 scored as 48.200000762939453, BOOL true as year 1,
+    # BYTES "45.0" parsed; Triton refuses a datatype other than the model's
+    ("POST", "/v2/models/penguins/infer", json.dumps(_v2(bill_length_mm={"datatype": "FP32"})).encode(), {}, 400,
+     ["'bill_length_mm'", "datatype FP32", "FP64"]),
+    ("POST", "/v2/models/penguins/infer", json.dumps(_v2(year={"datatype": "BOOL", "data": [True]})).encode(), {},
+     400, ["'year'", "datatype BOOL", "INT64"]),
+    ("POST", "/v2/models/penguins/infer", json.dumps(_v2(bill_length_mm={"datatype": "BYTES", "data": ["45.0"]})
+                                                     ).encode(), {}, 400, ["'bill_length_mm'", "datatype BYTES"]),
+    ("POST", "/v2/models/penguins/infer", json.dumps(_v2(bill_length_mm={"datatype": "INT64", "data": [2**60]})
+                                                     ).encode(), {}, 400, ["'bill_length_mm'", "2**53"]),
     ("GET", "/v2/models/penguins/infer", b"", {}, 405, ["method not allowed"]),
     # was 404 "unknown model 'penguins:predict'" (the GET route of /v1/models/{name} took it)
     ("GET", PREDICT.format("penguins"), b"", {}, 405, ["method not allowed"]),
@@ -287,6 +297,17 @@ def test_good_v2_request_for_the_bad_cases(client, models):
     r = client.post("/v2/models/penguins/infer", content=gzip.compress(json.dumps(_v2()).encode()),
                     headers={"content-encoding": "gzip"})
     assert r.status_code == 200, r.text
+
+
+def test_integer_tensors_for_double_inputs_are_exact(client, models):
+    """INT64 / INT32 data for an FP64 input (a JSON client's whole numbers) is taken: every such value up to
+    2**53 is exact as a double."""
+    expected = onegraph.score(models["penguins"], ROW)["probabilities_Adelie"].tolist()
+    for datatype in ("INT64", "INT32"):
+        r = client.post("/v2/models/penguins/infer", json=_v2(bill_length_mm={"datatype": datatype, "data": [45]}))
+        assert r.status_code == 200, r.text
+        probabilities = next(o for o in r.json()["outputs"] if o["name"] == "probabilities")
+        assert probabilities["data"][0] == expected[0]
 
 
 def test_metrics(client):
@@ -321,3 +342,26 @@ def test_json_values_of_every_missing_kind():
         [None, None, None, None, 1.5, 3, "a", True]
     assert json_value(pd.Timestamp("2020-01-02T03:04:05", tz="UTC")) == "2020-01-02T03:04:05+00:00"
     assert math.isinf(json_value(float("inf")))
+
+
+def test_v2_dates_as_iso_text_or_int64_nanoseconds(tmp_path):
+    """A datetime input (int64 nanoseconds in the graph) takes BYTES ISO 8601 text or INT64 nanoseconds over v2,
+    and no other datatype (FP64 would be read as a number of nanoseconds)."""
+    from onegraph.frame import DateParts
+
+    weather = pd.read_csv(DATA / "seattle-weather.csv", parse_dates=["date"]).head(50)
+    fit = weather[["date"]]
+    onegraph.build(DateParts(["month", "dayofweek"]).fit(fit), None, fit, path=tmp_path / "dates.onnx")
+    expected = onegraph.score(tmp_path / "dates.onnx", weather.head(3)[["date"]])
+    dates = weather["date"].head(3)
+    with Server({"dates": tmp_path / "dates.onnx"}, ServeOptions(), port=0) as running, \
+            httpx.Client(base_url=running.url, timeout=60) as client:
+        for tensor in ({"datatype": "BYTES", "data": dates.dt.strftime("%Y-%m-%d").tolist()},
+                       {"datatype": "INT64", "data": dates.astype("datetime64[ns]").astype("int64").tolist()}):
+            r = client.post("/v2/models/dates/infer", json={"inputs": [{"name": "date", "shape": [3], **tensor}]})
+            assert r.status_code == 200, r.text
+            got = {o["name"]: o["data"] for o in r.json()["outputs"]}
+            assert got and all(got[c] == expected[c].tolist() for c in expected.columns), (got, expected)
+        r = client.post("/v2/models/dates/infer", json={"inputs": [{"name": "date", "shape": [3], "datatype": "FP64",
+                                                                    "data": [1.0, 2.0, 3.0]}]})
+        one_line_error(r, 400, "'date'", "datatype FP64")

@@ -236,6 +236,7 @@ class _Handlers:
         if unknown:
             raise ProtocolError(f"input tensor {unknown[0]!r} is not an input of model {version.name!r}",
                                 hint=f"its inputs: {', '.join(s.name for s in version.session.inputs)}")
+        protocol.check_datatypes(req, version.session.inputs)
         if req.outputs is None:
             outputs = [(n, req.binary_output) for n in version.outputs]
         else:

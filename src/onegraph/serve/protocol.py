@@ -25,7 +25,7 @@ import numpy as np
 from onegraph.serve.errors import ProtocolError
 
 __all__ = ["DATATYPES", "ONNX_DATATYPES", "HEADER_LENGTH", "InferRequest", "parse_infer_request",
-           "datatype_of", "encode_infer_response", "model_metadata"]
+           "datatype_of", "encode_infer_response", "model_metadata", "check_datatypes"]
 
 #: v2 datatype -> numpy dtype of its elements (BYTES: Python ``str`` in an object array)
 DATATYPES: dict[str, Any] = {
@@ -53,6 +53,7 @@ class InferRequest:
         None where JSON data held ``null``).
     outputs: the outputs asked for as (name, binary) pairs, or None for all of them.
     binary_output: the request's ``binary_data_output`` parameter (the default for outputs not asked for).
+    datatypes: input name -> the datatype its tensor declared.
     """
 
     id: str | None
@@ -60,6 +61,7 @@ class InferRequest:
     columns: dict[str, np.ndarray]
     outputs: list[tuple[str, bool]] | None
     binary_output: bool
+    datatypes: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def parse_infer_request(body: bytes, header_length: str | None = None) -> InferRequest:
@@ -90,6 +92,7 @@ def parse_infer_request(body: bytes, header_length: str | None = None) -> InferR
                             hint="send {\"inputs\": [{\"name\", \"shape\", \"datatype\", \"data\"}, ...]}")
     binary = memoryview(body)[json_size:]
     columns: dict[str, np.ndarray] = {}
+    datatypes: dict[str, str] = {}
     rows = None
     for i, tensor in enumerate(header["inputs"]):
         name, count, values, binary = _input(i, tensor, binary)
@@ -101,6 +104,7 @@ def parse_infer_request(body: bytes, header_length: str | None = None) -> InferR
                                 hint="give every input tensor the same first dimension")
         rows = count
         columns[name] = values
+        datatypes[name] = tensor["datatype"]
     if len(binary):
         raise ProtocolError(f"the body has {len(binary)} bytes after the last binary tensor",
                             hint=f"check {HEADER_LENGTH} and each input's binary_data_size")
@@ -124,7 +128,45 @@ def parse_infer_request(body: bytes, header_length: str | None = None) -> InferR
                 raise ProtocolError(f"output {out['name']!r}: the classification extension is not supported")
             outputs.append((out["name"], bool(params.get("binary_data", binary_output))))
     request_id = header.get("id")
-    return InferRequest(None if request_id is None else str(request_id), rows or 0, columns, outputs, binary_output)
+    return InferRequest(None if request_id is None else str(request_id), rows or 0, columns, outputs, binary_output,
+                        datatypes)
+
+
+#: the datatypes an input of each kind takes: its own (``model_metadata``'s), the integer ones whose values a
+#: double or an int64 holds exactly, and ISO 8601 text (BYTES) for dates and durations. A float of another
+#: width, a bool for a number or text for a number is refused, as Triton refuses a datatype other than the
+#: model's: converting it would change the value (FP32 48.2 is 48.200000762939453) or its meaning.
+_INTEGERS = ("INT8", "INT16", "INT32", "INT64", "UINT8", "UINT16", "UINT32")
+_ACCEPTED = {"float": ("FP64", *_INTEGERS), "int": _INTEGERS, "bool": ("BOOL",), "string": ("BYTES",),
+             "datetime": ("INT64", "BYTES"), "timedelta": ("INT64", "BYTES")}
+
+
+def check_datatypes(request: InferRequest, inputs: Any) -> None:
+    """Refuse an input tensor of ``request`` whose declared datatype the model's input does not take (see
+    :data:`_ACCEPTED`), or an INT64 tensor for a double input holding an integer beyond 2**53 (not exact).
+
+    ``inputs``: the session's :class:`~onegraph.contract.columns.ColumnSpec` list.
+
+    Raises
+    ------
+    ProtocolError
+        naming the tensor, its datatype and the model's.
+    """
+    for spec in inputs:
+        given = request.datatypes.get(spec.name)
+        if given is None:
+            continue
+        own = ONNX_DATATYPES.get(spec.onnx_type)
+        accepted = (own,) if spec.onnx_type == "float" else _ACCEPTED.get(spec.kind, (own,))
+        if given not in accepted and given != own:
+            raise ProtocolError(f"input tensor {spec.name!r}: datatype {given}, but the model's input is {own}"
+                                f" ({spec.kind})", hint=f"send it as {' or '.join(dict.fromkeys((own, *accepted)))}")
+        if given == "INT64" and own == "FP64":
+            values = request.columns[spec.name]
+            big = np.abs(values[values != None] if values.dtype == object else values) > 2**53  # noqa: E711
+            if big.any():
+                raise ProtocolError(f"input tensor {spec.name!r}: an INT64 value beyond 2**53 is not exact as the "
+                                    "model's FP64 input", hint="send it as FP64")
 
 
 def _input(i: int, tensor: Any, binary: memoryview) -> tuple[str, int, np.ndarray, memoryview]:
