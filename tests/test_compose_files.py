@@ -46,7 +46,9 @@ def test_preprocessing_file_chained_into_a_model_file(files):
     lr = fitted["lr"]
     assert list(scores.columns[:1]) == ["label"]
     assert (scores["label"].to_numpy() == lr.predict(x)).all()
-    np.testing.assert_allclose(scores[[f"probabilities_{i}" for i in range(3)]].to_numpy(), lr.predict_proba(x),
+    # the columns are named by the classes skl2onnx's LinearClassifier lists (classlabels_strings); its graph
+    # computes in float32 (eps 1.2e-7), to 1e-5 of scikit-learn's double probabilities
+    np.testing.assert_allclose(scores[[f"probabilities_{c}" for c in lr.classes_]].to_numpy(), lr.predict_proba(x),
                                atol=1e-5)
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before  # inputs untouched
 
@@ -109,13 +111,64 @@ def test_a_preprocessing_file_alone_keeps_its_feature_roles(files):
                                   onegraph.score(folder / "pre.onnx", frame).to_numpy(np.float64))
 
 
-def test_an_ensemble_of_files_that_do_not_name_their_classes_is_refused(files):
-    """skl2onnx's graphs carry no class list: an ensemble of two is refused naming the model (was an internal
-    error, 'NoneType' object is not iterable); without an ensemble they compose (the test above)."""
-    folder, _ = files
+def test_an_ensemble_of_skl2onnx_files_reads_the_classes_of_their_classifier_nodes(files, tmp_path):
+    """skl2onnx writes no onegraph metadata, so an ensemble of its files was refused ("does not say which class
+    each column of its probabilities is"), though its LinearClassifier lists them (``classlabels_strings``, the
+    order of the probability columns): they are read from there. A graph whose probabilities' width is not
+    declared (the labels may not be its columns: one-vs-rest graphs hold binary classifiers) is still refused,
+    naming the model and the way to give them."""
+    import onnxruntime as ort
+
+    folder, fitted = files
+    frame, *_ = penguins()
+    merged = compose_models([str(folder / "pre.onnx"), str(folder / "lr.onnx"), str(folder / "lr.onnx")],
+                            names=["pre", "lr", "lr_again"], ensemble="mean", sample=frame)
+    scores = onegraph.score(merged, frame)
+    lr = fitted["lr"]
+    features = onegraph.score(folder / "pre.onnx", frame).to_numpy(np.float32)
+    session = ort.InferenceSession(str(folder / "lr.onnx"), providers=["CPUExecutionProvider"])
+    label, probabilities = session.run(["label", "probabilities"], {"X": features})
+    # the mean of two equal float32 answers, widened to double, is each of them exactly
+    np.testing.assert_array_equal(scores[[f"probabilities_{c}" for c in lr.classes_]].to_numpy(),
+                                  probabilities.astype(np.float64))
+    assert (scores["label"].to_numpy() == lr.classes_[probabilities.argmax(axis=1)]).all()
+    assert (scores["lr.label"].to_numpy() == label).all()
+    undeclared = onnx.load(folder / "lr.onnx")
+    output = next(o for o in undeclared.graph.output if o.name == "probabilities")
+    output.type.tensor_type.shape.dim[1].dim_param = "classes"
+    onnx.save(undeclared, tmp_path / "lr_undeclared.onnx")
     with pytest.raises(ExportError, match="model 'lr' does not say which class each column of its probabilities"):
-        compose_models([str(folder / "pre.onnx"), str(folder / "lr.onnx"), str(folder / "lr.onnx")],
+        compose_models([str(folder / "pre.onnx"), str(tmp_path / "lr_undeclared.onnx"),
+                        str(tmp_path / "lr_undeclared.onnx")],
                        names=["pre", "lr", "lr_again"], ensemble="mean")
+
+
+def test_compose_takes_the_classes_of_models_that_do_not_name_them(files, tmp_path, cli):
+    """``compose --ensemble`` of such files had no way to give the classes (Python's ``Ensemble(classes=...)``
+    only): ``--classes`` gives them, in the probabilities' column order."""
+    folder, fitted = files
+    frame, *_ = penguins()
+    undeclared = onnx.load(folder / "lr.onnx")
+    next(o for o in undeclared.graph.output if o.name == "probabilities").type.tensor_type.shape.dim[1].dim_param = "k"
+    onnx.save(undeclared, tmp_path / "a.onnx")
+    onnx.save(undeclared, tmp_path / "b.onnx")
+    frame.head(20).to_csv(tmp_path / "rows.csv", index=False)
+    models = [str(folder / "pre.onnx"), str(tmp_path / "a.onnx"), str(tmp_path / "b.onnx")]
+    refused = cli("compose", *models, "--ensemble", "mean", "-o", str(tmp_path / "m.onnx"))
+    assert refused.returncode == 1 and "--classes A,B,C" in refused.stderr, refused.stderr
+    classes = ",".join(fitted["lr"].classes_)
+    done = cli("compose", *models, "--ensemble", "mean", "--classes", classes, "--check", str(tmp_path / "rows.csv"),
+               "-o", str(tmp_path / "m.onnx"))
+    assert done.returncode == 0, done.stderr
+    scores = onegraph.score(tmp_path / "m.onnx", frame.head(20))
+    assert scores["label"].tolist() == scores["a.label"].tolist()
+    assert [c for c in scores.columns if c.startswith("probabilities_")] == \
+        [f"probabilities_{c}" for c in fitted["lr"].classes_]
+    for bad in ("--classes", "a,,b"), ("--classes", "a,a,b"):
+        result = cli("compose", *models, "--ensemble", "mean", *bad, "-o", str(tmp_path / "n.onnx"))
+        assert result.returncode == 1 and "distinct, non-empty" in result.stderr
+    result = cli("compose", *models, "--classes", classes, "-o", str(tmp_path / "n.onnx"))
+    assert result.returncode == 1 and "--classes is given without --ensemble" in result.stderr
 
 
 def test_a_model_with_a_fixed_batch_is_refused_naming_its_input(files, tmp_path):

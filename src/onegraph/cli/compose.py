@@ -142,6 +142,10 @@ def compose(
     ensemble: Annotated[Optional[str], typer.Option(help="Combine the models' answers: mean, weighted or vote.")
                         ] = None,
     weights: Annotated[Optional[str], typer.Option(help="Weights of --ensemble weighted / vote, e.g. 1,3.")] = None,
+    classes: Annotated[Optional[str], typer.Option(
+        help="The ensemble's classes in the order of the models' probability columns, e.g. Adelie,Chinstrap,Gentoo "
+             "(integers when every one is): for models that do not name them (no onegraph metadata, no ONNX-ML "
+             "classifier node).")] = None,
     check: Annotated[Optional[Path], typer.Option(help="Rows (CSV / Parquet) to check the merged model on against "
                                                        "the same models run one after another.")] = None,
 ) -> None:
@@ -154,8 +158,10 @@ def compose(
     ens = None
     checked = ensemble_options(ensemble, weights, len([p for p in plan(models, name) if not p.internal]),
                                fitted=False)
+    if classes is not None and not ensemble:
+        raise OnegraphError("--classes is given without --ensemble", hint="add --ensemble mean (or weighted, vote)")
     if ensemble:
-        ens = Ensemble(ensemble, weights=checked)
+        ens = Ensemble(ensemble, weights=checked, classes=None if classes is None else _classes(classes))
     sample = None
     if check is not None:
         specs = {s.name: s for p in plan(models, name) for s in p.specs}
@@ -167,3 +173,14 @@ def compose(
         if sample is not None else ""
     out.print(f"wrote {output} ({output.stat().st_size / 1024:.1f} KiB, {len(merged.graph.node)} nodes): inputs "
               f"{inputs}; outputs {outputs}{checked}")
+
+
+def _classes(text: str) -> list:
+    """``--classes A,B,C`` as labels: integers when every one is one, else the texts."""
+    labels = [c.strip() for c in text.split(",")]
+    if not all(labels) or len(set(labels)) != len(labels):
+        raise OnegraphError(f"--classes {text!r} needs distinct, non-empty labels", hint="e.g. --classes a,b,c")
+    try:
+        return [int(c) for c in labels]
+    except ValueError:
+        return labels

@@ -131,6 +131,7 @@ class Ensemble:
             raise ExportError(f"model {first_name!r} does not say which class each column of its "
                               "probabilities is, so its answers cannot be combined with the others'",
                               hint="build the models with onegraph (its metadata names the classes), or give "
+                                   "them in the probabilities' column order: `onegraph compose ... --classes A,B,C`, "
                                    "Ensemble(..., classes=[...]) in Python")
         classes = list(self.classes) if self.classes is not None else list(first.classes)
         if first.classes is not None and len(classes) != len(first.classes):
