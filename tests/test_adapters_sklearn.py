@@ -5,6 +5,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pandas as pd
 import onnx
 import pytest
 import xgboost
@@ -65,6 +66,12 @@ def test_onnx_file_adapter_takes_a_converted_model(tmp_path):
     np.testing.assert_allclose(scores[[f"probabilities_{c}" for c in lr.classes_]].to_numpy(),
                                lr.predict_proba(x), atol=1e-5)
     assert path.read_bytes() == before  # the input model is not modified
+    # without classes=: skl2onnx's LinearClassifier lists them (classlabels_strings); its probabilities were
+    # taken for a regression's prediction
+    adapter = OnnxModel(path)
+    assert adapter.classes == list(lr.classes_) and set(adapter.roles) == {"label", "probabilities"}
+    again = onegraph.score(onegraph.compose(pre, {"lr": adapter}, frame), frame)
+    pd.testing.assert_frame_equal(again, scores)
 
 
 def test_width_mismatch_names_both_sides():

@@ -36,6 +36,7 @@ from onegraph.emit import DOUBLE, FLOAT, Col, GraphBuilder
 from onegraph.errors import ExportError
 from onegraph.export import assemble
 from onegraph.export.adapters.models import ModelOutputs
+from onegraph.export.adapters.onnx_graph import classifier_labels
 from onegraph.export.combine import (
     combined_answer,
     declare_answers,
@@ -46,8 +47,7 @@ from onegraph.export.ensemble import Ensemble
 from onegraph.export.postprocess import PostStep
 from onegraph.verify.parity import outputs_parity
 
-__all__ = ["Part", "read_part", "plan", "compose_models", "parts_by_name", "run_chained", "merged_parity",
-           "classifier_labels"]
+__all__ = ["Part", "read_part", "plan", "compose_models", "parts_by_name", "run_chained", "merged_parity"]
 
 _ROLE_BY_NAME = {"label": "label", "probabilities": "probabilities", "prediction": "prediction"}
 _ELEM = {onnx.TensorProto.DOUBLE: ("float", "double"), onnx.TensorProto.FLOAT: ("float", "float"),
@@ -128,37 +128,11 @@ def _guessed_outputs(proto: onnx.ModelProto) -> list[dict]:
     """The metadata entries of a model built elsewhere, told by the outputs' names and types; its
     probabilities get the classes of its classifier node (:func:`classifier_labels`) when it has one."""
     outputs = [_guess_role(o) for o in proto.graph.output]
-    classes = classifier_labels(proto)
     for entry, value in zip(outputs, proto.graph.output):
-        dims = value.type.tensor_type.shape.dim
-        # only where the output's declared width is the number of labels (one-vs-rest graphs hold binary
-        # classifiers of labels [0, 1] feeding K columns)
-        if entry["role"] == "probabilities" and classes is not None and len(dims) == 2 \
-                and dims[1].HasField("dim_value") and dims[1].dim_value == len(classes):
+        classes = classifier_labels(proto, value) if entry["role"] == "probabilities" else None
+        if classes is not None:
             entry["classes"] = classes
     return outputs
-
-
-#: the attributes of ONNX-ML's classifier operators (LinearClassifier, SVMClassifier, TreeEnsembleClassifier)
-#: listing the class of each probability column, in order
-_CLASS_LABELS = ("classlabels_strings", "classlabels_int64s", "classlabels_ints")
-
-
-def classifier_labels(proto: onnx.ModelProto) -> list | None:
-    """The class labels of the ``ai.onnx.ml`` classifier nodes of ``proto``'s main graph (the order of their
-    probability columns, as the ONNX-ML operator specs define ``classlabels_*``), when there are some and
-    they all agree; else None. skl2onnx writes them for scikit-learn's classifiers, e.g. ``LinearClassifier``."""
-    found = []
-    for node in proto.graph.node:
-        if node.domain != "ai.onnx.ml" or node.op_type == "ZipMap":
-            continue
-        for attr in node.attribute:
-            if attr.name in _CLASS_LABELS:
-                labels = onnx.helper.get_attribute_value(attr)
-                found.append([v.decode("utf-8", "replace") if isinstance(v, bytes) else int(v) for v in labels])
-    if not found or any(f != found[0] for f in found[1:]):
-        return None
-    return found[0]
 
 
 def _guess_role(output: onnx.ValueInfoProto) -> dict:

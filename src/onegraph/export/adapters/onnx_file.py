@@ -22,6 +22,7 @@ from onegraph.emit import DOUBLE, FLOAT, GraphBuilder
 from onegraph.errors import ExportError
 from onegraph.export.adapters.contract import Adapter, Consumes
 from onegraph.export.adapters.models import ModelOutputs
+from onegraph.export.adapters.onnx_graph import classifier_labels
 
 __all__ = ["OnnxModel"]
 
@@ -89,7 +90,10 @@ class OnnxModel(Adapter):
                 rank = len(t.shape.dim)
                 if t.elem_type in (onnx.TensorProto.STRING, onnx.TensorProto.INT64) and rank <= 1:
                     roles.setdefault("label", o.name)
-                elif t.elem_type in _FLOATS and classes is not None:
+                    continue
+                if t.elem_type in _FLOATS and classes is None and "probabilities" not in roles:
+                    classes = classifier_labels(self.proto, o)  # skl2onnx's classifiers list them
+                if t.elem_type in _FLOATS and classes is not None:
                     roles.setdefault("probabilities", o.name)
                 elif t.elem_type in _FLOATS:
                     roles.setdefault("prediction", o.name)

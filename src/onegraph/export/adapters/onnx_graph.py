@@ -22,7 +22,7 @@ from onegraph.check import irsafe
 from onegraph.emit import OPSET, GraphBuilder
 from onegraph.errors import ExportError
 
-__all__ = ["align_opset", "splice"]
+__all__ = ["align_opset", "splice", "classifier_labels"]
 
 
 def align_opset(proto: onnx.ModelProto, what: str) -> onnx.ModelProto:
@@ -123,3 +123,30 @@ def _all_nodes(nodes):
             elif attr.type == ir.AttributeType.GRAPHS:
                 for sub in attr.value:
                     yield from _all_nodes(list(sub))
+
+
+#: the attributes of ONNX-ML's classifier operators (LinearClassifier, SVMClassifier, TreeEnsembleClassifier)
+#: listing the class of each probability column, in order
+_CLASS_LABELS = ("classlabels_strings", "classlabels_int64s", "classlabels_ints")
+
+
+def classifier_labels(proto: onnx.ModelProto, probabilities: onnx.ValueInfoProto) -> list | None:
+    """The class of each column of the graph output ``probabilities``, read from the ``ai.onnx.ml`` classifier
+    nodes of ``proto``'s main graph (``classlabels_*``: the order of their probability columns, as the
+    ONNX-ML operator specs define it; skl2onnx writes them for scikit-learn's classifiers) when they all agree
+    and the output's declared width is their number (one-vs-rest graphs hold binary classifiers of labels
+    ``[0, 1]`` feeding ``K`` columns); else None."""
+    dims = probabilities.type.tensor_type.shape.dim
+    if len(dims) != 2 or not dims[1].HasField("dim_value"):
+        return None
+    found = []
+    for node in proto.graph.node:
+        if node.domain != "ai.onnx.ml" or node.op_type == "ZipMap":
+            continue
+        for attr in node.attribute:
+            if attr.name in _CLASS_LABELS:
+                labels = onnx.helper.get_attribute_value(attr)
+                found.append([v.decode("utf-8", "replace") if isinstance(v, bytes) else int(v) for v in labels])
+    if not found or any(f != found[0] for f in found[1:]) or len(found[0]) != dims[1].dim_value:
+        return None
+    return found[0]
