@@ -5,8 +5,8 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-import pandas as pd
 import onnx
+import pandas as pd
 import pytest
 import xgboost
 from compose_helpers import penguins
