@@ -52,6 +52,8 @@ def test_limits_and_stages_options(cli):
     assert result.returncode == 2 and result.stderr.startswith("error: limit memory='lots'")
     result = cli("check", str(CORPUS / "valid.onnx"), "--stages", "parse,lint")
     assert result.returncode == 2 and result.stderr.startswith("error: unknown check stage(s) ['lint']")
+    result = cli("check", str(CORPUS / "valid.onnx"), "--stages", "")  # was "unknown check stage(s) []"
+    assert result.returncode == 2 and result.stderr.startswith("error: no check stage given"), result.stderr
 
 
 def test_exhausted_limits_name_their_stage(cli):

@@ -132,3 +132,20 @@ def test_a_matrix_model_given_a_table_with_more_numeric_columns_names_them(cli, 
     assert "year" in result.stderr and "drop the target" in result.stderr
     table[PENGUIN_NUMERIC].to_csv(tmp_path / "features.csv", index=False)
     assert cli("compare", str(path), "--data", str(tmp_path / "features.csv")).returncode == 0
+
+
+def test_npz_arrays_of_another_shape_and_a_model_of_other_inputs_are_named(tmp_path, cli, penguins_onnx):
+    """An .npz array of the wrong width ended in onnxruntime's message cut before the shapes ("Got invalid
+    dimensions for input: x for the following indices (..."); --against a model of other inputs printed
+    onnxruntime's "Required inputs ([...]) are missing from input feed ([])". Both now name the input."""
+    model, feeds, _ = torch_model("mlp")
+    path = tmp_path / "mlp.onnx"
+    path.write_bytes(model)
+    (name, value), = feeds.items()
+    np.savez(tmp_path / "wide.npz", **{name: np.zeros((3, value.shape[1] + 3), value.dtype)})
+    result = cli("compare", str(path), "--data", str(tmp_path / "wide.npz"))
+    assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
+    assert f"input {name!r}" in result.stderr and f"shape [3, {value.shape[1] + 3}]" in result.stderr
+    result = cli("compare", str(penguins_onnx), "--against", str(path))
+    assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
+    assert f"takes input(s) [{name!r}] that the data does not give" in result.stderr

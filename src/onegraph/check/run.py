@@ -171,6 +171,9 @@ def run_stages(worker: Worker, source: Source, stages: Sequence[str], limits: Li
 def _stages(stages: Sequence[str]) -> list[str]:
     """``stages`` in their order, with ``parse`` (every other stage needs the parsed model)."""
     unknown = [s for s in stages if s not in STAGES]
-    if unknown or not stages:
-        raise OnegraphError(f"unknown check stage(s) {unknown or stages}", hint=f"use some of {', '.join(STAGES)}")
+    if not stages:
+        raise OnegraphError("no check stage given", hint=f"use some of {', '.join(STAGES)} (e.g. --stages "
+                                                          "parse,static), or leave the option out to run every one")
+    if unknown:
+        raise OnegraphError(f"unknown check stage(s) {unknown}", hint=f"use some of {', '.join(STAGES)}")
     return [s for s in STAGES if s in stages or s == "parse"]
