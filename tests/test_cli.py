@@ -268,6 +268,20 @@ def test_a_csv_row_longer_than_its_header_is_refused_not_shifted(tmp_path, cli, 
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.csv"]
 
 
+def test_a_csv_that_is_not_utf8_names_its_line_and_the_fix(tmp_path, cli, penguins_onnx, penguins):
+    """A Latin-1 CSV said "'utf-8' codec can't decode byte 0xeb in position 5" (a position in pandas' buffer) and
+    "check that it is a valid CSV": the line, the byte and how to save it as UTF-8."""
+    rows = penguins.head(8).copy()
+    rows.loc[5, "island"] = "Torgersën"
+    rows.to_csv(tmp_path / "rows.csv", index=False, encoding="latin-1")
+    for args in (["score", str(penguins_onnx), str(tmp_path / "rows.csv"), "-o", str(tmp_path / "s.csv")],
+                 ["build", str(tmp_path / "rows.csv"), "--target", "species", "-o", str(tmp_path / "m.onnx")]):
+        result = cli(*args)
+        assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
+        assert "is not UTF-8 text: line 7 holds the byte 0xeb" in result.stderr and "encoding='utf-8'" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rows.csv"]
+
+
 @pytest.mark.parametrize("suffix", [".gz", ".bz2", ".zip", ".xz"])
 def test_score_reads_every_compression_its_hint_lists(tmp_path, cli, penguins_onnx, penguins, suffix):
     """The unknown-format hint lists .csv.gz / .bz2 / .zip / .xz / .zst, but a second table of compressions

@@ -266,6 +266,10 @@ def read_table(path: str | os.PathLike, *, dtypes: dict[str, str] | None = None,
             return _read_csv(p, kinds, zones, sep=_separator(p, suffix, compressed))
     except OnegraphError:
         raise
+    except UnicodeDecodeError as exc:  # pandas reads CSV text as UTF-8; its message counts in a buffer
+        raise DataError(f"data file {p} is not UTF-8 text: {_first_undecodable(p, compressed) or exc.reason}",
+                        hint="save it as UTF-8 (pandas: to_csv(path, encoding='utf-8'); or iconv -f latin1 -t "
+                             "utf-8 IN > OUT)") from None
     except Exception as exc:  # pandas / pyarrow raise many types for malformed files
         raise DataError(f"cannot read data file {p}: {exc}", hint="check that it is a valid CSV or Parquet file") from None
     raise DataError(f"data file {p}: unknown format {''.join(p.suffixes) or '(no extension)'}",
@@ -276,6 +280,21 @@ def read_table(path: str | os.PathLike, *, dtypes: dict[str, str] | None = None,
 _COMPRESSIONS = (".gz", ".bz2", ".zip", ".xz", ".zst")
 #: suffixes of the delimited text tables read_table reads with pandas' read_csv
 _TEXT_TABLES = (".csv", ".txt", ".tsv")
+
+
+def _first_undecodable(p: Path, compressed: bool) -> str | None:
+    """Where the first byte that is not UTF-8 sits in an uncompressed text file: its line (counted from 1, the
+    header line 1) and the text around it; None for a compressed file (the failure path only reads it)."""
+    if compressed:
+        return None
+    with open(p, "rb") as f:
+        for number, line in enumerate(f, 1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                around = line[max(0, exc.start - 20):exc.end + 20].decode("utf-8", "backslashreplace").strip()
+                return f"line {number} holds the byte 0x{line[exc.start]:02x} (\"{around}\")"
+    return None
 
 
 def _data_format(p: Path) -> tuple[str, bool]:
