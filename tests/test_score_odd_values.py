@@ -459,3 +459,22 @@ def test_build_says_when_numbers_written_with_thousands_separators_are_text(cli,
     done = cli("build", str(path), "--target", "Miles_per_Gallon", "--task", "classification", "-o",
                str(tmp_path / "m.onnx"))
     assert done.returncode == 0, done.stderr
+
+
+def test_datetimes_for_a_model_built_from_date_text_get_the_text_to_give(cli, tmp_path):
+    """A model built from a CSV reads its dates as text (its graph parses them): scoring a Parquet file whose
+    column holds datetimes said "give text ... .astype(str)", which writes '1970-01-01 00:00:00', not the
+    data's '1970-01-01'. The hint names strftime and the built-from format; the dates as that text score the
+    same as the CSV."""
+    cars = pd.read_csv(DATA / "cars.csv")
+    assert cli("build", str(DATA / "cars.csv"), "--target", "Origin", "-o", str(tmp_path / "cars.onnx")).returncode == 0
+    dated = cars.assign(Year=pd.to_datetime(cars["Year"]))
+    dated.to_parquet(tmp_path / "cars.parquet")
+    result = cli("score", str(tmp_path / "cars.onnx"), str(tmp_path / "cars.parquet"), "-o", str(tmp_path / "s.csv"))
+    assert result.returncode == 1 and "column 'Year'" in result.stderr and ".dt.strftime('%Y-%m-%d')" in result.stderr
+    for frame in (dated, dated.assign(Year=dated["Year"].dt.tz_localize("UTC"))):
+        with pytest.raises(ColumnTypeError, match=r"strftime"):
+            onegraph.score(tmp_path / "cars.onnx", frame)
+    as_text = dated.assign(Year=dated["Year"].dt.strftime("%Y-%m-%d"))
+    pd.testing.assert_frame_equal(onegraph.score(tmp_path / "cars.onnx", as_text),
+                                  onegraph.score(tmp_path / "cars.onnx", cars))

@@ -488,7 +488,7 @@ def _texts(spec: ColumnSpec, values: Any) -> np.ndarray:
             return values.astype(object)
         if _all_missing(values):
             return _all_missing_feed(spec, len(values))
-        raise ColumnTypeError(spec.name, f"{dtype} values in a text column", hint=_hint(spec))
+        raise ColumnTypeError(spec.name, f"{dtype} values in a text column", hint=_text_hint(spec, dtype))
     if is_string_dtype(dtype):
         pa_array = getattr(values, "_pa_array", None)
         if pa_array is not None and len(values) > 4096:
@@ -501,7 +501,19 @@ def _texts(spec: ColumnSpec, values: Any) -> np.ndarray:
 
         if pa.types.is_dictionary(dtype.pyarrow_dtype):
             return _texts(spec, values.astype(pd.ArrowDtype(dtype.pyarrow_dtype.value_type)))
-    raise ColumnTypeError(spec.name, f"{dtype} values in a text column", hint=_hint(spec))
+    raise ColumnTypeError(spec.name, f"{dtype} values in a text column", hint=_text_hint(spec, dtype))
+
+
+def _text_hint(spec: ColumnSpec, dtype: Any) -> str:
+    """The hint for values of ``dtype`` given to a text input: for datetimes, the model was built from date
+    text (a CSV's), which its graph parses, so the dates go back to that text."""
+    import pyarrow as pa
+
+    arrow = dtype.pyarrow_dtype if isinstance(dtype, pd.ArrowDtype) else None
+    if pd.api.types.is_datetime64_any_dtype(dtype) or (arrow is not None and pa.types.is_timestamp(arrow)):
+        return ("the model reads this column as date text (it was built from text, e.g. a CSV's): give the dates as "
+                "that text (pandas: .dt.strftime('%Y-%m-%d') for ISO dates, the format of the data it was built from)")
+    return _hint(spec)
 
 
 def _arrow_texts(pa_array: Any) -> np.ndarray:
