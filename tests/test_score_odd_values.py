@@ -478,3 +478,29 @@ def test_datetimes_for_a_model_built_from_date_text_get_the_text_to_give(cli, tm
     as_text = dated.assign(Year=dated["Year"].dt.strftime("%Y-%m-%d"))
     pd.testing.assert_frame_equal(onegraph.score(tmp_path / "cars.onnx", as_text),
                                   onegraph.score(tmp_path / "cars.onnx", cars))
+
+
+def test_an_array_for_build_or_score_says_how_to_name_its_columns(tmp_path):
+    """A pipeline fitted on a numpy array, built from that array: "cannot read a table from ndarray. give a
+    pandas or polars DataFrame..." without saying which names; the hint now says how to wrap it, and the
+    wrapped array builds and scores as scikit-learn predicts."""
+    import warnings
+
+    from sklearn.datasets import load_iris
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    x, y = load_iris(return_X_y=True)
+    pipe = make_pipeline(StandardScaler(), LogisticRegression(max_iter=1000)).fit(x, y)
+    with pytest.raises(DataError, match=r"an array has no column names.*pd\.DataFrame\(X, columns="):
+        onegraph.build(pipe, None, x)
+    frame = pd.DataFrame(x, columns=["sepal_length", "sepal_width", "petal_length", "petal_width"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # scikit-learn: "X has feature names, but ... fitted without"
+        model = onegraph.build(pipe, None, frame)
+    with pytest.raises(DataError, match="an array has no column names"):
+        onegraph.score(model, x)
+    scores = onegraph.score(model, frame)
+    np.testing.assert_allclose(scores[[f"probabilities_{c}" for c in pipe.classes_]].to_numpy(),
+                               pipe.predict_proba(x), rtol=1e-9, atol=1e-12)

@@ -43,10 +43,7 @@ def as_pandas(data: Any) -> pd.DataFrame:
     table = _arrow_table(data)
     if table is not None:
         return _without_views(table.to_pandas(types_mapper=pd.ArrowDtype))
-    raise DataError(
-        f"cannot read a table from {type(data).__name__}",
-        hint="give a pandas or polars DataFrame, a pyarrow Table, a dict of columns or a list of records",
-    )
+    raise _not_a_table(data)
 
 
 def _dict_frame(data: Mapping) -> pd.DataFrame:
@@ -151,10 +148,7 @@ def column_reader(data: Any) -> tuple[int, list[str], ColumnGetter]:
     table = _arrow_table(data)
     if table is not None:
         return _arrow_reader(table)
-    raise DataError(
-        f"cannot read a table from {type(data).__name__}",
-        hint="give a pandas or polars DataFrame, a pyarrow Table, a dict of columns or a list of records",
-    )
+    raise _not_a_table(data)
 
 
 def _pandas_reader(df: pd.DataFrame) -> tuple[int, list[str], ColumnGetter]:
@@ -233,3 +227,14 @@ def _arrow_reader(table: Any) -> tuple[int, list[str], ColumnGetter]:
         return _without_view(pd.arrays.ArrowExtensionArray(table.column(name)))
 
     return table.num_rows, names, get
+
+
+def _not_a_table(data: Any) -> DataError:
+    """The error for ``data`` that is no table; an array gets the way to name its columns."""
+    if isinstance(data, np.ndarray) or type(data).__module__.startswith(("scipy.sparse", "torch")):
+        return DataError(f"cannot read a table from {type(data).__name__}: an array has no column names, and "
+                         "onegraph's graph inputs are named columns",
+                         hint="wrap it, e.g. pd.DataFrame(X, columns=['a', 'b', ...]): the columns a pipeline was "
+                              "fitted on, or any names for one fitted on an array (the graph's inputs take them)")
+    return DataError(f"cannot read a table from {type(data).__name__}",
+                     hint="give a pandas or polars DataFrame, a pyarrow Table, a dict of columns or a list of records")
