@@ -504,3 +504,42 @@ def test_an_array_for_build_or_score_says_how_to_name_its_columns(tmp_path):
     scores = onegraph.score(model, frame)
     np.testing.assert_allclose(scores[[f"probabilities_{c}" for c in pipe.classes_]].to_numpy(),
                                pipe.predict_proba(x), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("container", ["naive", "tz", "arrow", "numpy"])
+def test_a_date_past_2262_is_refused_naming_the_row_not_wrapped(container):
+    """numpy's cast of datetime64[us] to the graph's int64 nanoseconds wraps silently: a "no end" date of
+    9999-12-31 scored as the year 1816 (and 1500-06-01 as 2084), in the graph and in the transformer's Python
+    transform alike; a tz-aware one was refused naming no row. Refused, naming the row, in every container; a
+    date inside the range (2262-04-10) still scores."""
+    import pyarrow as pa
+
+    from onegraph.frame import DateParts
+
+    fit = pd.DataFrame({"d": pd.to_datetime(["2020-01-05", "2021-03-01"])})
+    parts = DateParts(["year", "month"]).fit(fit)
+    model = onegraph.build(parts, None, fit)
+    dates = pd.to_datetime(["2020-01-01", None, "9999-12-31"]).as_unit("us")
+    rows = {"naive": pd.DataFrame({"d": dates}),
+            "tz": pd.DataFrame({"d": dates.tz_localize("UTC")}),
+            "arrow": pd.DataFrame({"d": pd.array(dates, dtype=pd.ArrowDtype(pa.timestamp("us")))}),
+            "numpy": {"d": dates.to_numpy()}}[container]
+    with pytest.raises(ColumnTypeError, match=r"column 'd': value 9999-12-31.* at row 2 is outside"):
+        onegraph.score(model, rows)
+    if container != "numpy":
+        with pytest.raises(ColumnTypeError, match="at row 2 is outside"):
+            parts.transform(rows)
+    inside = pd.DataFrame({"d": pd.to_datetime(["2020-01-01", "2262-04-10"]).as_unit("us")})
+    assert onegraph.score(model, inside)["d_year"].tolist() == [2020.0, 2262.0]
+
+
+def test_sequence_rows_dated_past_2262_keep_their_order():
+    """The order column of a sequence was cast to nanoseconds to sort the rows: 9999-12-31 wrapped to 1816 and
+    sorted first."""
+    import pyarrow as pa
+
+    from onegraph.runtime.windows import _order_values
+
+    dates = pd.Series(pd.to_datetime(["2021-01-01", "9999-12-31", "2020-01-01"]).as_unit("us"))
+    for order in (dates, dates.dt.tz_localize("Europe/Paris"), dates.astype(pd.ArrowDtype(pa.timestamp("us")))):
+        assert np.argsort(_order_values(order)).tolist() == [2, 0, 1]

@@ -529,9 +529,32 @@ def _arrow_texts(pa_array: Any) -> np.ndarray:
     return words[encoded.indices.to_numpy(zero_copy_only=False)]
 
 
+#: nanoseconds per unit of the datetime64 units coarser than the graph's
+_NS_PER = {"D": 86_400 * 10**9, "h": 3_600 * 10**9, "m": 60 * 10**9, "s": 10**9, "ms": 10**6, "us": 10**3}
+
+
+def _refuse_beyond_ns(spec: ColumnSpec, ticks: np.ndarray, unit: str) -> None:
+    """Refuse a datetime that int64 nanoseconds (the graph's datetimes) cannot hold: ``ticks`` (int64, NaT =
+    INT64_MIN) counted in ``unit`` since 1970. numpy's cast to ``datetime64[ns]`` wraps such a value silently
+    (9999-12-31, a common "no end" date, became 1816-03-29) and pandas' names no row."""
+    per = _NS_PER.get(unit)
+    if per is None or not len(ticks):
+        return
+    limit = (2**63 - 1) // per
+    bad = (ticks != np.iinfo(np.int64).min) & ((ticks > limit) | (ticks < -limit))
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        value = np.datetime64(int(ticks[row]), unit)
+        raise ColumnTypeError(spec.name, f"value {value} at row {row} is outside the dates the model takes "
+                              "(1677-09-22 to 2262-04-11: nanoseconds since 1970 in int64)",
+                              hint="replace such dates (often a 'no end' sentinel such as 9999-12-31) with NaT "
+                                   "(missing) or a date inside that range")
+
+
 def _datetime_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
     dtype = values.dtype
     if isinstance(values, np.ndarray) and dtype.kind == "M":
+        _refuse_beyond_ns(spec, values.view(np.int64), np.datetime_data(dtype)[0])
         if not spec.tz:
             return values.astype("datetime64[ns]").view(np.int64)
         values = pd.array(values.astype("datetime64[ns]"))  # naive: wall times in the model's zone, as below
@@ -540,9 +563,19 @@ def _datetime_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
         values = _parse_datetimes(spec, values)
         dtype = values.dtype
     if isinstance(dtype, pd.ArrowDtype):
-        tz = getattr(dtype.pyarrow_dtype, "tz", None)
+        import pyarrow as pa
+
+        arrow = dtype.pyarrow_dtype
+        if pa.types.is_timestamp(arrow):
+            import pyarrow.compute as pc
+
+            ticks = pc.fill_null(pc.cast(values._pa_array, pa.int64()), np.iinfo(np.int64).min)
+            _refuse_beyond_ns(spec, ticks.to_numpy(), arrow.unit)
+        tz = getattr(arrow, "tz", None)
         values = pd.Series(values, copy=False).astype(f"datetime64[ns, {tz}]" if tz else "datetime64[ns]").array
         dtype = values.dtype
+    if isinstance(dtype, pd.DatetimeTZDtype) or pd.api.types.is_datetime64_dtype(dtype):
+        _refuse_beyond_ns(spec, np.asarray(values.asi8), values.unit)
     if isinstance(dtype, pd.DatetimeTZDtype):
         return values.as_unit("ns").asi8.copy()
     if pd.api.types.is_datetime64_dtype(dtype):

@@ -69,8 +69,13 @@ def _order_values(order: Any) -> np.ndarray:
     if pd.api.types.is_datetime64_any_dtype(series.dtype) or isinstance(series.dtype, pd.DatetimeTZDtype):
         if series.isna().any():
             raise ColumnTypeError("order", "missing times (NaT)", hint="every row of a sequence needs its time")
-        return series.dt.tz_convert("UTC").dt.tz_localize(None).to_numpy("datetime64[ns]").view(np.int64) \
-            if isinstance(series.dtype, pd.DatetimeTZDtype) else series.to_numpy("datetime64[ns]").view(np.int64)
+        # ticks in the column's own unit (UTC for tz-aware): they only order the rows, and a cast to
+        # nanoseconds would wrap a date past 2262 silently
+        if isinstance(series.dtype, pd.ArrowDtype):
+            import pyarrow as pa
+
+            return series.array._pa_array.cast(pa.int64()).to_numpy()
+        return np.asarray(series.array.asi8)
     if series.dtype == object:
         parsed = pd.to_datetime(series, errors="coerce", format="ISO8601")
         if parsed.notna().all():
