@@ -543,3 +543,28 @@ def test_sequence_rows_dated_past_2262_keep_their_order():
     dates = pd.Series(pd.to_datetime(["2021-01-01", "9999-12-31", "2020-01-01"]).as_unit("us"))
     for order in (dates, dates.dt.tz_localize("Europe/Paris"), dates.astype(pd.ArrowDtype(pa.timestamp("us")))):
         assert np.argsort(_order_values(order)).tolist() == [2, 0, 1]
+
+
+def test_a_dict_of_columns_pairs_rows_as_pandas_would_or_says_why_not(penguins_onnx, penguins):
+    """A dict of Series with different indexes was paired by position while pd.DataFrame(d) (and so scikit-learn)
+    pairs by label: other rows, scored silently. Refused, naming the columns; Series of one index, pyarrow
+    arrays (refused as "cannot convert object values to float") and 0-d arrays ("len() of unsized object") score
+    as the DataFrame of the same values."""
+    import pyarrow as pa
+
+    rows = penguins.drop(columns="species").head(4).reset_index(drop=True)
+    expected = onegraph.score(penguins_onnx, rows)
+    shuffled = {c: rows[c] for c in rows.columns}
+    shuffled["bill_length_mm"] = rows["bill_length_mm"].iloc[::-1]  # the same labels, in another order
+    with pytest.raises(DataError, match="columns 'island' and 'bill_length_mm' are Series with different indexes"):
+        onegraph.score(penguins_onnx, shuffled)
+    same_index = {c: rows[c] for c in rows.columns}
+    pd.testing.assert_frame_equal(onegraph.score(penguins_onnx, same_index), expected)
+    arrow = {c: pa.Array.from_pandas(rows[c]) for c in rows.columns}
+    chunked = {c: pa.chunked_array([arrow[c][:2], arrow[c][2:]]) for c in rows.columns}
+    for table in (arrow, chunked):
+        got = onegraph.score(penguins_onnx, table)
+        pd.testing.assert_frame_equal(got, expected, check_dtype=False)
+    first = rows.iloc[0]
+    zero_d = {c: np.array(first[c]) if pd.notna(first[c]) else None for c in rows.columns}
+    pd.testing.assert_frame_equal(onegraph.score(penguins_onnx, zero_d), expected.head(1), check_dtype=False)

@@ -193,13 +193,18 @@ def _mapping_reader(data: Mapping) -> tuple[int, list[str], ColumnGetter]:
         if length != n:
             raise DataError(f"column {k!r} has {length} values where other columns have {n}",
                             hint="give one value per row in every column")
+    _refuse_misaligned(data)
 
     def get(name: str) -> Any:
         try:
             v = data[name]
         except KeyError:
             raise MissingColumnError(name, [str(c) for c in data]) from None
+        if type(v).__module__.startswith("pyarrow") and hasattr(v, "type"):  # pa.Array / pa.ChunkedArray
+            return _without_view(pd.arrays.ArrowExtensionArray(v))
         if _is_scalar(v):
+            if isinstance(v, np.ndarray):  # a 0-d array: its one value
+                return v.reshape(1)
             t = type(v)
             if t is float or t is bool:
                 return np.array([v])
@@ -213,6 +218,21 @@ def _mapping_reader(data: Mapping) -> tuple[int, list[str], ColumnGetter]:
         return v
 
     return n, list(data), get
+
+
+def _refuse_misaligned(data: Mapping) -> None:
+    """Refuse a dict of pandas Series whose indexes differ: pandas (``pd.DataFrame(d)``, so scikit-learn) pairs
+    their values by index label, onegraph's columns by position; the two would score different rows."""
+    first = None
+    for k, v in data.items():
+        if isinstance(v, pd.Series):
+            if first is None:
+                first = (k, v.index)
+            elif not v.index.equals(first[1]):
+                raise DataError(f"columns {first[0]!r} and {k!r} are Series with different indexes: pandas would "
+                                "pair their values by index label, a dict of columns pairs them by position",
+                                hint="give a DataFrame (pd.DataFrame(d) aligns them by label), or Series of one "
+                                     "index")
 
 
 def _arrow_reader(table: Any) -> tuple[int, list[str], ColumnGetter]:
