@@ -253,15 +253,18 @@ def test_build_refuses_infinite_training_values_naming_the_row(cli, tmp_path):
 MARKER = "\uffff"  # onegraph's missing-text marker (contract.columns.MISSING_STRING)
 
 
+@pytest.mark.parametrize("inside", [False, True], ids=["is", "inside"])
 @pytest.mark.parametrize("container", ["dict", "records", "few rows", "many rows", "object", "category",
                                        "pyarrow", "polars"])
-def test_text_holding_the_missing_marker_is_refused_naming_column_and_row(session, rows, container):
+def test_text_holding_the_missing_marker_is_refused_naming_column_and_row(session, rows, container, inside):
     """A value that *is* U+FFFF would be scored as a missing value (imputed): refused instead, in every
-    container and on both the single-row and the general path."""
-    islands = ["Torgersen", MARKER, "Biscoe", None, "Dream"]
+    container and on both the single-row and the general path. A value holding it ("Bis\uffffcoe") was
+    scored: a step splitting or slicing text (StringSplit) turns it into the marker; refused too."""
+    marker = "Bis" + MARKER + "coe" if inside else MARKER
+    islands = ["Torgersen", marker, "Biscoe", None, "Dream"]
     frame = _with(rows, "island", islands)
     data = {
-        "dict": {**rows.iloc[1].to_dict(), "island": MARKER},
+        "dict": {**rows.iloc[1].to_dict(), "island": marker},
         "records": frame.to_dict("records"),
         "few rows": _with(rows, "island", pd.array(islands, dtype="str")),
         "many rows": pd.concat([frame] * 1000, ignore_index=True).astype({"island": "str"}),
@@ -270,7 +273,7 @@ def test_text_holding_the_missing_marker_is_refused_naming_column_and_row(sessio
         "pyarrow": pa.Table.from_pandas(frame.astype({"island": object})),
         "polars": pl.from_pandas(frame.astype({"island": object})),
     }[container]
-    with pytest.raises(ColumnTypeError, match=r"'island'.*row [01] is U\+FFFF"):
+    with pytest.raises(ColumnTypeError, match=r"'island'.*row [01] holds U\+FFFF"):
         session.score(data)
     ok = _with(rows, "island", ["Torgersen", "Biscoe", "Biscoe", None, "Dream"])
     assert len(session.score(ok)) == 5  # the same rows without the marker score
@@ -568,3 +571,21 @@ def test_a_dict_of_columns_pairs_rows_as_pandas_would_or_says_why_not(penguins_o
     first = rows.iloc[0]
     zero_d = {c: np.array(first[c]) if pd.notna(first[c]) else None for c in rows.columns}
     pd.testing.assert_frame_equal(onegraph.score(penguins_onnx, zero_d), expected.head(1), check_dtype=False)
+
+
+def test_text_holding_the_marker_is_refused_before_a_split_makes_it_missing():
+    """After StringSplit(" ", index=-1), "7 Foo \uffff" became the marker inside the graph and was imputed
+    (label 0 at 0.849), while the pipeline in Python refused the row: both refuse it now."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    from onegraph.frame import OneHotEncoder, SimpleImputer, StringSplit
+
+    x = pd.DataFrame({"addr": ["1 Main St", "2 Oak Ave", "3 Pine St", "4 Elm Ave", "5 Main St", "6 Oak Rd"] * 5})
+    pipe = make_pipeline(StringSplit(" ", index=-1), SimpleImputer(strategy="most_frequent"),
+                         OneHotEncoder(handle_unknown="ignore"), LogisticRegression()).fit(x, [0, 1] * 15)
+    model = onegraph.build(pipe, None, x)
+    rows = pd.DataFrame({"addr": ["8 Foo Zzz", "7 Foo " + MARKER]})
+    with pytest.raises(ColumnTypeError, match="'addr': value at row 1 holds U\\+FFFF"):
+        onegraph.score(model, rows)
+    assert len(onegraph.score(model, rows.head(1))) == 1

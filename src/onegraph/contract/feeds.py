@@ -437,35 +437,47 @@ def _bool_from_objects(spec: ColumnSpec, values: np.ndarray) -> np.ndarray:
 
 
 def _string_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
-    """Text values as an object array, missing values as ``MISSING_STRING``; a value that *is* that marker is
-    refused (naming the row), so no text is ever scored as missing."""
+    """Text values as an object array, missing values as ``MISSING_STRING``; a value that is or holds that
+    marker is refused (naming the row), so no text is ever scored as missing."""
     out = _texts(spec, values)
     _refuse_marker(spec, values, out)
     return out
 
 
 def _refuse_marker(spec: ColumnSpec, values: Any, out: np.ndarray) -> None:
-    """:class:`ColumnTypeError` when ``values`` (before missing values were filled in) hold ``MISSING_STRING``."""
+    """:class:`ColumnTypeError` when a text of ``values`` (before missing values were filled in) holds
+    ``MISSING_STRING``: the marker itself, or within a text, which a step splitting or slicing text (StringSplit,
+    a substring) would turn into the marker."""
     pa_array = getattr(values, "_pa_array", None)
-    if pa_array is not None:  # Arrow: one vectorized comparison, nulls excluded
+    if pa_array is not None and len(pa_array) > _DICTIONARY_ROWS:
+        return  # _arrow_texts searched its dictionary, each distinct text once
+    if pa_array is not None:  # Arrow: one vectorized search, nulls excluded
         import pyarrow.compute as pc
 
-        if not pc.any(pc.equal(pa_array, MISSING_STRING)).as_py():
+        hits = pc.match_substring(pa_array, MISSING_STRING)
+        if not pc.any(hits).as_py():
             return
-        literal = np.asarray(pc.fill_null(pc.equal(pa_array, MISSING_STRING), False))
+        holding = np.asarray(pc.fill_null(hits, False))
     elif isinstance(values.dtype, pd.CategoricalDtype):
-        if MISSING_STRING not in {str(c) for c in values.dtype.categories}:
+        if not any(MISSING_STRING in str(c) for c in values.dtype.categories):
             return
-        literal = np.asarray(values.astype(object) == MISSING_STRING)
+        holding = np.asarray([isinstance(v, str) and MISSING_STRING in v for v in values.astype(object)])
     else:
         marked = out == MISSING_STRING
-        if not marked.any():
+        literal = marked & ~np.asarray(pd.isna(values)) if marked.any() else marked
+        texts = out[~marked] if marked.any() else out
+        # one search of the texts joined (C speed) rather than a test per value; rows only when one is found
+        if not literal.any() and MISSING_STRING not in "\x00".join(texts):
             return
-        literal = marked & ~np.asarray(pd.isna(values))
-    if literal.any():
-        row = int(np.flatnonzero(literal)[0])
-        raise ColumnTypeError(spec.name, f"value at row {row} is U+FFFF, the character onegraph reserves to mark "
-                              "missing text", hint="replace it, or make the cell empty (missing)")
+        holding = literal | np.asarray([not m and MISSING_STRING in v for v, m in zip(out, marked)])
+    raise _marker_error(spec, holding)
+
+
+def _marker_error(spec: ColumnSpec, holding: np.ndarray) -> ColumnTypeError:
+    """The error for the texts ``holding`` (a boolean mask) the missing-text marker, naming the first row."""
+    row = int(np.flatnonzero(holding)[0])
+    return ColumnTypeError(spec.name, f"value at row {row} holds U+FFFF, the character onegraph reserves to mark "
+                           "missing text", hint="replace it, or make the cell empty (missing)")
 
 
 def _texts(spec: ColumnSpec, values: Any) -> np.ndarray:
@@ -491,8 +503,8 @@ def _texts(spec: ColumnSpec, values: Any) -> np.ndarray:
         raise ColumnTypeError(spec.name, f"{dtype} values in a text column", hint=_text_hint(spec, dtype))
     if is_string_dtype(dtype):
         pa_array = getattr(values, "_pa_array", None)
-        if pa_array is not None and len(values) > 4096:
-            return _arrow_texts(pa_array)
+        if pa_array is not None and len(values) > _DICTIONARY_ROWS:
+            return _arrow_texts(spec, pa_array)
         return values.to_numpy(dtype=object, na_value=MISSING_STRING)
     if _all_missing(values):
         return _all_missing_feed(spec, len(values))
@@ -516,17 +528,27 @@ def _text_hint(spec: ColumnSpec, dtype: Any) -> str:
     return _hint(spec)
 
 
-def _arrow_texts(pa_array: Any) -> np.ndarray:
+#: rows from which Arrow text goes through a dictionary (:func:`_arrow_texts`)
+_DICTIONARY_ROWS = 4096
+
+
+def _arrow_texts(spec: ColumnSpec, pa_array: Any) -> np.ndarray:
     """Arrow strings -> object array through a dictionary: each distinct string becomes one Python object
-    (half the time of a per-row conversion for categorical columns, and onnxruntime encodes each once)."""
+    (half the time of a per-row conversion for categorical columns, and onnxruntime encodes each once). A
+    text holding ``MISSING_STRING`` is refused naming its row (the dictionary is searched, not every row)."""
     import pyarrow.compute as pc
 
-    filled = pc.fill_null(pa_array, MISSING_STRING)
-    if hasattr(filled, "combine_chunks"):
-        filled = filled.combine_chunks()
-    encoded = filled.dictionary_encode()
-    words = np.asarray(encoded.dictionary.to_pylist(), dtype=object)
-    return words[encoded.indices.to_numpy(zero_copy_only=False)]
+    if hasattr(pa_array, "combine_chunks"):
+        pa_array = pa_array.combine_chunks()
+    encoded = pa_array.dictionary_encode()  # nulls stay nulls, apart from the texts
+    listed = encoded.dictionary.to_pylist()
+    if any(MISSING_STRING in w for w in listed):
+        holding = pc.fill_null(pc.match_substring(pa_array, MISSING_STRING), False)
+        row = int(np.flatnonzero(np.asarray(holding))[0])
+        raise _marker_error(spec, np.asarray(holding))
+    words = np.asarray([*listed, MISSING_STRING], dtype=object)
+    codes = encoded.indices.fill_null(len(listed)).to_numpy(zero_copy_only=False)
+    return words[codes]
 
 
 #: nanoseconds per unit of the datetime64 units coarser than the graph's

@@ -41,7 +41,7 @@ def few_texts(values: Any) -> np.ndarray | None:
     when one of them is not text (the general path reports it)."""
     out = []
     for v in values:
-        if type(v) is str and v != MISSING_STRING:  # the marker itself: the general path refuses it
+        if type(v) is str and MISSING_STRING not in v:  # text holding the marker: the general path refuses it
             out.append(v)
         elif v is None or v is pd.NA or (type(v) is float and v != v):
             out.append(MISSING_STRING)
@@ -99,7 +99,7 @@ class RowFeeds:
                     return None
                 arr = np.array([v], dtype=_F64 if code == _DOUBLE else _F32)
             elif code == _STRING:
-                if t is str and v != MISSING_STRING:
+                if t is str and MISSING_STRING not in v:
                     arr = np.array([v], dtype=object)
                 elif v is None or (t is float and v != v):
                     arr = np.array([MISSING_STRING], dtype=object)
