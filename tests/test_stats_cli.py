@@ -56,6 +56,16 @@ def test_show_recover_strip_and_the_explicit_command(tmp_path):
     result = runner.invoke(app, ["stats", "show", str(lean)])
     assert "carries no tensor statistics" in result.output
     # a QDQ model: the recovered ranges are the ones its DequantizeLinear nodes represent
+    _quantize_qdq(tmp_path / "cnn.onnx", tmp_path / "qdq.onnx", x[:100])
+    result = runner.invoke(app, ["stats", "recover", str(tmp_path / "qdq.onnx"), "-o", str(tmp_path / "rec.onnx")])
+    assert result.exit_code == 0, result.output
+    recovered = read_stats(tmp_path / "rec.onnx")
+    dq = [n for n in onnx.load(tmp_path / "qdq.onnx").graph.node if n.op_type == "DequantizeLinear"]
+    assert dq and all(recovered[n.output[0]].source == "recovered" for n in dq)
+
+
+def _quantize_qdq(model, out, x) -> None:
+    """onnxruntime's static QDQ quantization of ``model`` (input ``x``) calibrated on one batch, written to ``out``."""
     from onnxruntime.quantization import (
         CalibrationDataReader,
         QuantFormat,
@@ -64,17 +74,12 @@ def test_show_recover_strip_and_the_explicit_command(tmp_path):
 
     class Reader(CalibrationDataReader):
         def __init__(self):
-            self.batches = iter([{"x": x[:100]}])
+            self.batches = iter([{"x": x}])
 
         def get_next(self):
             return next(self.batches, None)
 
-    quantize_static(str(tmp_path / "cnn.onnx"), str(tmp_path / "qdq.onnx"), Reader(), quant_format=QuantFormat.QDQ)
-    result = runner.invoke(app, ["stats", "recover", str(tmp_path / "qdq.onnx"), "-o", str(tmp_path / "rec.onnx")])
-    assert result.exit_code == 0, result.output
-    recovered = read_stats(tmp_path / "rec.onnx")
-    dq = [n for n in onnx.load(tmp_path / "qdq.onnx").graph.node if n.op_type == "DequantizeLinear"]
-    assert dq and all(recovered[n.output[0]].source == "recovered" for n in dq)
+    quantize_static(str(model), str(out), Reader(), quant_format=QuantFormat.QDQ)
 
 
 def test_errors_print_one_line(tmp_path):
@@ -126,19 +131,9 @@ def test_strip_of_a_model_without_statistics_writes_it_unchanged(tmp_path):
     """``stats strip`` of a model that carries no statistics rewrote it through onnx-ir, which added the value
     infos it inferred (a QDQ model grew from 5.1 to 6.2 KiB): OUT is now the model as it was, and the output says
     there was nothing to strip."""
-    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, quantize_static
-
     model, x = cnn()
     (tmp_path / "cnn.onnx").write_bytes(model)
-
-    class Reader(CalibrationDataReader):
-        def __init__(self):
-            self.batches = iter([{"x": x[:50]}])
-
-        def get_next(self):
-            return next(self.batches, None)
-
-    quantize_static(str(tmp_path / "cnn.onnx"), str(tmp_path / "qdq.onnx"), Reader(), quant_format=QuantFormat.QDQ)
+    _quantize_qdq(tmp_path / "cnn.onnx", tmp_path / "qdq.onnx", x[:50])
     for name in ("cnn.onnx", "qdq.onnx"):
         source, lean = tmp_path / name, tmp_path / f"lean-{name}"
         result = runner.invoke(app, ["stats", "strip", str(source), "-o", str(lean)])

@@ -464,8 +464,9 @@ def _refuse_marker(spec: ColumnSpec, values: Any, out: np.ndarray) -> None:
         holding = np.asarray([isinstance(v, str) and MISSING_STRING in v for v in values.astype(object)])
     else:
         marked = out == MISSING_STRING
-        literal = marked & ~np.asarray(pd.isna(values)) if marked.any() else marked
-        texts = out[~marked] if marked.any() else out
+        any_marked = bool(marked.any())
+        literal = marked & ~np.asarray(pd.isna(values)) if any_marked else marked
+        texts = out[~marked] if any_marked else out
         # one search of the texts joined (C speed) rather than a test per value; rows only when one is found
         if not literal.any() and MISSING_STRING not in "\x00".join(texts):
             return
@@ -543,9 +544,7 @@ def _arrow_texts(spec: ColumnSpec, pa_array: Any) -> np.ndarray:
     encoded = pa_array.dictionary_encode()  # nulls stay nulls, apart from the texts
     listed = encoded.dictionary.to_pylist()
     if any(MISSING_STRING in w for w in listed):
-        holding = pc.fill_null(pc.match_substring(pa_array, MISSING_STRING), False)
-        row = int(np.flatnonzero(np.asarray(holding))[0])
-        raise _marker_error(spec, np.asarray(holding))
+        raise _marker_error(spec, np.asarray(pc.fill_null(pc.match_substring(pa_array, MISSING_STRING), False)))
     words = np.asarray([*listed, MISSING_STRING], dtype=object)
     codes = encoded.indices.fill_null(len(listed)).to_numpy(zero_copy_only=False)
     return words[codes]

@@ -68,8 +68,8 @@ from onegraph.errors import MetadataError
 __all__ = ["PREFIX", "SCHEMA_VERSION", "STANDARD_KEYS", "OutputSchema", "TrainingData", "Lineage",
            "TransferLearning", "PrecisionRegion", "Precision", "ComposedModel", "EnsembleSchema",
            "SequenceSchema", "SequenceSpec", "FederatedRound", "Federated", "ModelMetadata", "FIELDS",
-           "MAX_DEPTH", "validate", "encode", "decode", "Metadata", "read", "against_graph", "input_problems", "output_problems",
-           "internal_inputs", "now_rfc3339"]
+           "MAX_DEPTH", "validate", "encode", "decode", "Metadata", "read", "against_graph", "input_problems",
+           "output_problems", "internal_inputs", "now_rfc3339"]
 
 PREFIX = "org.onegraph."
 SCHEMA_VERSION = 2
@@ -563,7 +563,8 @@ def output_problems(entries: Sequence[Mapping[str, Any]], graph_outputs: Sequenc
     (``outputs=[]`` set by hand would score ``probabilities`` without its class names, and a missing entry
     drops the output from the scores) other than the check outputs, which their names describe
     (:func:`onegraph.contract.outputs.check_entry`)."""
-    absent = [e["name"] for e in entries if e["name"] not in set(graph_outputs)]
+    have = set(graph_outputs)
+    absent = [e["name"] for e in entries if e["name"] not in have]
     if absent:
         return [f"names outputs the graph does not have: {absent[:5]}"]
     described = {e["name"] for e in entries}
