@@ -18,7 +18,10 @@ import sklearn_coverage as coverage
 from sklearn.calibration import CalibratedClassifierCV
 from sklearn.compose import TransformedTargetRegressor
 from sklearn.decomposition import PCA
-from sklearn.discriminant_analysis import LinearDiscriminantAnalysis, QuadraticDiscriminantAnalysis
+from sklearn.discriminant_analysis import (
+    LinearDiscriminantAnalysis,
+    QuadraticDiscriminantAnalysis,
+)
 from sklearn.ensemble import (
     AdaBoostClassifier,
     RandomForestClassifier,
@@ -193,3 +196,66 @@ def test_a_model_fitted_on_other_features_than_the_preprocessing_gives_is_one_li
     with pytest.raises(onegraph.errors.ExportError, match="fitted on 3 features but the preprocessing gives 5") as info:
         onegraph.build(ct, model, x)
     assert "\n" not in str(info.value)
+
+
+def _penguins_sex():
+    """Penguins' sex from the other columns: a target the features do not separate, so thresholds matter."""
+    from onegraph.datasets import load_penguins
+
+    x = load_penguins().dropna()
+    return x, x.pop("sex")
+
+
+def _thresholded_cases():
+    from sklearn.compose import make_column_transformer
+    from sklearn.frozen import FrozenEstimator
+    from sklearn.metrics import f1_score, make_scorer
+    from sklearn.model_selection import (
+        FixedThresholdClassifier,
+        TunedThresholdClassifierCV,
+    )
+    from sklearn.preprocessing import OneHotEncoder
+
+    def ct():
+        return make_column_transformer((OneHotEncoder(handle_unknown="ignore"), ["island", "species"]),
+                                       (StandardScaler(), ["bill_length_mm", "flipper_length_mm"]))
+
+    f1_female = make_scorer(f1_score, pos_label="female")
+    return {
+        # the scikit-learn docs' form: the whole pipeline inside; its ColumnTransformer becomes onegraph's
+        "tuned(pipeline)": lambda x, y: TunedThresholdClassifierCV(
+            make_pipeline(ct(), LogisticRegression(max_iter=500)), scoring=f1_female).fit(x, y),
+        "pipeline(tuned)": lambda x, y: make_pipeline(ct(), TunedThresholdClassifierCV(
+            LogisticRegression(max_iter=500), scoring="balanced_accuracy")).fit(x, y),
+        # the negative class as pos_label: the decision function is negated (_process_decision_function)
+        "fixed-svc-first-class": lambda x, y: make_pipeline(ct(), FixedThresholdClassifier(
+            LinearSVC(), threshold=0.4, pos_label="female")).fit(x, y),
+        "fixed-decision": lambda x, y: make_pipeline(ct(), FixedThresholdClassifier(
+            LogisticRegression(max_iter=500), threshold=-2.5, response_method="decision_function")).fit(x, y),
+        "fixed(frozen pipeline)": lambda x, y: FixedThresholdClassifier(FrozenEstimator(
+            make_pipeline(ct(), RandomForestClassifier(n_estimators=15, random_state=0)).fit(x, y)),
+            threshold=0.8).fit(x, y),
+    }
+
+
+@pytest.mark.parametrize("case", list(_thresholded_cases()))
+def test_decision_threshold_classifiers_label_at_their_threshold(case):
+    """A new user's case: TunedThresholdClassifierCV was exported labelling at 0.5 (skl2onnx's converter of the
+    estimator), ignoring ``best_threshold_``; build's parity check only caught it when a sample row fell between
+    the two. The threshold classifiers now label at their own threshold, from probabilities or a decision
+    function, around a pipeline or inside one."""
+    x, y = _penguins_sex()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = _thresholded_cases()[case](x, y)
+        proto = onegraph.build(model, sample=x)
+    wrapper = model.steps[-1][1] if hasattr(model, "steps") else model
+    inner = getattr(wrapper, "estimator_", wrapper.estimator)
+    untuned = (model[:-1].transform(x) if hasattr(model, "steps") else x)
+    # the threshold moves some labels away from the estimator's own predict: the test tells the two apart
+    assert (model.predict(x) != inner.predict(untuned)).any()
+    got = onegraph.score(proto, x)
+    assert (got["label"].to_numpy() == model.predict(x)).all()
+    if hasattr(model, "predict_proba"):
+        np.testing.assert_allclose(got[[f"probabilities_{c}" for c in model.classes_]].to_numpy(),
+                                   model.predict_proba(x), rtol=1e-9, atol=1e-12)

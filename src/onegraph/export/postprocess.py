@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 import onnx_ir as ir
 
-from onegraph.emit import BOOL, DOUBLE, INT64, GraphBuilder
+from onegraph.emit import DOUBLE, INT64, GraphBuilder
 from onegraph.errors import ExportError
 from onegraph.export.adapters.models import label_from_index
+from onegraph.export.adapters.ops import threshold_index
 
 
 class PostStep:
@@ -58,8 +59,8 @@ class Threshold(PostStep):
         _need(values, "probabilities", "Threshold")
         pos, neg = self._positions(classes)
         p = g.op("Gather", values["probabilities"], g.const(np.int64(pos), "pos"), axis=1, dtype=DOUBLE)
-        hit = g.op("GreaterOrEqual", p, g.const(np.float64(self.threshold), "threshold"), dtype=BOOL)
-        index = g.op("Where", hit, g.const(np.int64(pos), "pos"), g.const(np.int64(neg), "neg"), dtype=INT64)
+        p.shape = ir.Shape(["N"])
+        index = threshold_index(g, p, self.threshold, pos, neg)
         return {**values, "label": label_from_index(g, classes, index)}, classes
 
     def apply(self, values, classes):
@@ -134,4 +135,4 @@ def _plain(v: Any) -> Any:
     return v.item() if isinstance(v, np.generic) else v
 
 
-__all__ = ["PostStep", "Threshold", "LabelMap", "TopK"]
+__all__ = ["LabelMap", "PostStep", "Threshold", "TopK"]

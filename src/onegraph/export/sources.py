@@ -15,8 +15,16 @@ from sklearn.pipeline import Pipeline
 from onegraph.errors import DataError, ExportError, MissingColumnError, OnegraphError
 from onegraph.verify.parity import as_graph_values
 
-__all__ = ["split_pipeline", "is_predictor", "input_columns", "column_key", "expected_outputs", "double_reference",
-           "double_attributes"]
+__all__ = [
+    "column_key",
+    "double_attributes",
+    "double_reference",
+    "expected_outputs",
+    "input_columns",
+    "is_predictor",
+    "split_pipeline",
+    "threshold_inside",
+]
 
 
 def split_pipeline(preprocessing: Any, model: Any) -> tuple[Any, Any]:
@@ -25,7 +33,10 @@ def split_pipeline(preprocessing: Any, model: Any) -> tuple[Any, Any]:
     ``build(pipeline)`` and ``build(None, pipeline)`` alike, and ``build(pre, pipeline)`` (``pre`` then the
     pipeline's own steps), so the steps go through onegraph's emitters and the predictor through its adapter;
     a whole ``Pipeline`` given as the model would otherwise reach skl2onnx as one unknown estimator.
+    A decision-threshold classifier around a pipeline is first turned into that pipeline ending in the
+    threshold (:func:`threshold_inside`).
     """
+    preprocessing, model = threshold_inside(preprocessing), threshold_inside(model)
     if model is not None and isinstance(preprocessing, Pipeline) and is_predictor(preprocessing.steps[-1][1]):
         raise ExportError(f"the preprocessing pipeline ends in a model ({type(preprocessing.steps[-1][1]).__name__}) "
                           f"and a model ({type(model).__name__}) is given too",
@@ -46,6 +57,35 @@ def split_pipeline(preprocessing: Any, model: Any) -> tuple[Any, Any]:
             steps = [(name, preprocessing), *steps]
         return (Pipeline(steps) if steps else None), model.steps[-1][1]
     return preprocessing, model
+
+
+def threshold_inside(obj: Any) -> Any:
+    """``obj``, or for a fitted ``TunedThresholdClassifierCV`` / ``FixedThresholdClassifier`` whose estimator is a
+    ``Pipeline(steps..., classifier)``: ``Pipeline(steps..., FixedThresholdClassifier(classifier))`` with the
+    same threshold, positive class and response method, which predicts the same on every row (scikit-learn's
+    ``predict`` thresholds ``estimator_``'s response, and a pipeline's response is its last step's on the
+    transformed rows). The steps then share onegraph's preprocessing instead of being refused as a member's own.
+    """
+    from sklearn.model_selection import (
+        FixedThresholdClassifier,
+        TunedThresholdClassifierCV,
+    )
+
+    if not isinstance(obj, (FixedThresholdClassifier, TunedThresholdClassifierCV)):
+        return obj
+    from onegraph.export.adapters.models import unfrozen
+
+    inner = unfrozen(getattr(obj, "estimator_", None))
+    if not isinstance(inner, Pipeline) or not is_classifier(inner.steps[-1][1]):
+        return obj
+    if isinstance(obj, TunedThresholdClassifierCV):
+        threshold, pos_label = float(obj.best_threshold_), obj._curve_scorer._get_pos_label()
+    else:
+        threshold, pos_label = obj.threshold, obj.pos_label
+    name, last = inner.steps[-1]
+    fixed = FixedThresholdClassifier(last, threshold=threshold, pos_label=pos_label,
+                                     response_method=obj.response_method)
+    return Pipeline([*inner.steps[:-1], (name, fixed)])
 
 
 def is_predictor(obj: Any) -> bool:

@@ -29,5 +29,6 @@ from onegraph.export.adapters import (  # noqa: F401
     sklearn,
     svm,
     text,
+    threshold,
     trees,
 )

@@ -26,14 +26,10 @@ from onegraph.export.adapters.models import (
     emit_decision,
     label_from_index,
     register_model,
+    unfrozen,
 )
 
 __all__ = ["emit_calibrated_classifier"]
-
-
-def _unwrap(est: Any) -> Any:
-    """The estimator inside a ``FrozenEstimator``."""
-    return est.estimator if type(est).__name__ == "FrozenEstimator" else est
 
 
 def _response(g: GraphBuilder, est: Any, x: ir.Value, n_classes: int) -> ir.Value:
@@ -74,14 +70,14 @@ def _calibrate(g: GraphBuilder, calibrator: Any, method: str, f: ir.Value) -> ir
     lo = g.op("Sub", g.op("Clip", count, g.const(np.int64(1), "one_i"), g.const(np.int64(len(xs) - 1), "last"),
                           dtype=INT64), g.const(np.int64(1), "one_i"), dtype=INT64)
     slope = (ys[1:] - ys[:-1]) / (xs[1:] - xs[:-1])
-    pick = lambda arr, hint: g.op("Gather", g.const(arr, hint), lo, axis=0, dtype=DOUBLE)  # noqa: E731
+    pick = lambda arr, hint: g.op("Gather", g.const(arr, hint), lo, axis=0, dtype=DOUBLE)
     offset = g.op("Sub", t, pick(xs[:-1], "x_lo"), dtype=DOUBLE)
     return g.op("Add", g.op("Mul", pick(slope, "slope"), offset, dtype=DOUBLE), pick(ys[:-1], "y_lo"), dtype=DOUBLE)
 
 
 def _calibrated_proba(g: GraphBuilder, cc: Any, x: ir.Value, classes: np.ndarray) -> ir.Value:
     n = len(classes)
-    est = _unwrap(cc.estimator)
+    est = unfrozen(cc.estimator)
     f = _response(g, est, x, n)
     index = {c: i for i, c in enumerate(classes)}
     columns: dict[int, ir.Value] = {}

@@ -33,8 +33,17 @@ from onegraph.emit import (
 from onegraph.errors import ExportError
 from onegraph.registry import registrar
 
-__all__ = ["ModelOutputs", "unscored_labels_missing", "register_model", "emit_registered",
-           "label_from_index", "skl2onnx_graph", "register_decision", "emit_decision"]
+__all__ = [
+    "ModelOutputs",
+    "emit_decision",
+    "emit_registered",
+    "label_from_index",
+    "register_decision",
+    "register_model",
+    "skl2onnx_graph",
+    "unfrozen",
+    "unscored_labels_missing",
+]
 
 
 @dataclasses.dataclass
@@ -103,6 +112,11 @@ def _guarded(label: ir.Value, probabilities: ir.Value) -> bool:
     cond = node.inputs[0].producer() if node is not None and node.op_type == "Where" else None
     total = cond.inputs[0].producer() if cond is not None and cond.op_type == "IsNaN" else None
     return total is not None and total.op_type == "ReduceSum" and total.inputs[0] is probabilities
+
+
+def unfrozen(est: Any) -> Any:
+    """The estimator inside scikit-learn's ``FrozenEstimator`` (a prefit member of a meta-estimator), else ``est``."""
+    return est.estimator if type(est).__name__ == "FrozenEstimator" else est
 
 
 def _plain(value: Any) -> Any:

@@ -18,10 +18,36 @@ import onnx_ir as ir
 from onegraph.emit import BOOL, DOUBLE, INT64, GraphBuilder
 from onegraph.errors import ExportError
 
-__all__ = ["f64", "i64", "flat", "columns", "column", "binary_pair", "positive_index", "argmax_index",
-           "softmax", "normalize_rows", "add_all", "sq_norms", "euclidean", "sq_direct", "manhattan",
-           "kernel", "one_hot_labels", "pad_columns", "expit_pair", "nan_to_zero", "gamma_of", "inverse_link",
-           "log1p", "expm1", "logsumexp", "broadcast_rows", "erf"]
+__all__ = [
+    "add_all",
+    "argmax_index",
+    "binary_pair",
+    "broadcast_rows",
+    "column",
+    "columns",
+    "erf",
+    "euclidean",
+    "expit_pair",
+    "expm1",
+    "f64",
+    "flat",
+    "gamma_of",
+    "i64",
+    "inverse_link",
+    "kernel",
+    "log1p",
+    "logsumexp",
+    "manhattan",
+    "nan_to_zero",
+    "normalize_rows",
+    "one_hot_labels",
+    "pad_columns",
+    "positive_index",
+    "softmax",
+    "sq_direct",
+    "sq_norms",
+    "threshold_index",
+]
 
 
 def f64(g: GraphBuilder, value: Any, hint: str = "c") -> ir.Value:
@@ -69,6 +95,15 @@ def expit_pair(g: GraphBuilder, d: ir.Value) -> ir.Value:
 def positive_index(g: GraphBuilder, d: ir.Value) -> ir.Value:
     """``(d > 0)`` as class index ``[N]`` int64 (a binary decision function)."""
     return flat(g, g.op("Cast", g.op("Greater", d, f64(g, 0.0, "zero"), dtype=BOOL), to=INT64, dtype=INT64), INT64)
+
+
+def threshold_index(g: GraphBuilder, score: ir.Value, threshold: float, pos: int, neg: int) -> ir.Value:
+    """Class index ``[N]`` int64: ``pos`` where ``score`` (``[N]`` or ``[N, 1]`` double) ``>= threshold``, ``neg``
+    elsewhere, NaN included (scikit-learn's ``_threshold_scores_to_class_labels``)."""
+    if score.shape is None or len(score.shape) != 1:
+        score = flat(g, score)
+    hit = g.op("GreaterOrEqual", score, f64(g, threshold, "threshold"), dtype=BOOL)
+    return g.op("Where", hit, i64(g, pos, "pos"), i64(g, neg, "neg"), dtype=INT64)
 
 
 def argmax_index(g: GraphBuilder, scores: ir.Value) -> ir.Value:
