@@ -259,3 +259,38 @@ def test_decision_threshold_classifiers_label_at_their_threshold(case):
     if hasattr(model, "predict_proba"):
         np.testing.assert_allclose(got[[f"probabilities_{c}" for c in model.classes_]].to_numpy(),
                                    model.predict_proba(x), rtol=1e-9, atol=1e-12)
+
+
+def _multiclass_cases():
+    from sklearn.linear_model import RidgeClassifier
+    from sklearn.multiclass import OneVsOneClassifier, OneVsRestClassifier, OutputCodeClassifier
+
+    scaled = lambda est: make_pipeline(StandardScaler(), est)  # noqa: E731
+    return {
+        "ovr-svc": lambda: scaled(OneVsRestClassifier(SVC())),
+        "ovr-linearsvc": lambda: scaled(OneVsRestClassifier(LinearSVC())),
+        "ovr-ridge": lambda: scaled(OneVsRestClassifier(RidgeClassifier())),
+        "ovr-logistic": lambda: scaled(OneVsRestClassifier(LogisticRegression(max_iter=1000))),
+        "ovr-gnb": lambda: OneVsRestClassifier(GaussianNB()),  # no decision function: predict_proba[:, 1]
+        "ovo-linearsvc": lambda: scaled(OneVsOneClassifier(LinearSVC())),
+        "ovo-logistic": lambda: scaled(OneVsOneClassifier(LogisticRegression(max_iter=1000))),
+        "ovo-gnb": lambda: OneVsOneClassifier(GaussianNB()),
+        # code_size=2, random_state=0: 2 of the 6 code-book columns are constant (_ConstantPredictor members)
+        "ecoc-logistic": lambda: scaled(OutputCodeClassifier(LogisticRegression(max_iter=1000), code_size=2,
+                                                             random_state=0)),
+        "ecoc-gnb": lambda: OutputCodeClassifier(GaussianNB(), code_size=2, random_state=1),
+    }
+
+
+@pytest.mark.parametrize("binary", [True, False], ids=["binary", "multiclass"])
+@pytest.mark.parametrize("case", list(_multiclass_cases()))
+def test_multiclass_meta_estimators(case, binary):
+    """A new user's case: OneVsRestClassifier over SVC / RidgeClassifier (skl2onnx's converter) gave labels
+    agreeing on 0% of rows, or failed in onnxruntime's ArgMax; OneVsOneClassifier was refused with a raw
+    ShapeInferenceError, OutputCodeClassifier with skl2onnx's 14 lines. onegraph's adapters follow
+    sklearn.multiclass over members it exports."""
+    x, y = _data(binary)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = _multiclass_cases()[case]().fit(x, y)
+    _same_classifier(model, x)

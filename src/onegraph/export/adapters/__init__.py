@@ -18,6 +18,7 @@ from onegraph.export.adapters import (  # noqa: F401
     linear,
     misc,
     models,
+    multiclass,
     naive_bayes,
     neighbors,
     neural,
