@@ -263,9 +263,13 @@ def test_decision_threshold_classifiers_label_at_their_threshold(case):
 
 def _multiclass_cases():
     from sklearn.linear_model import RidgeClassifier
-    from sklearn.multiclass import OneVsOneClassifier, OneVsRestClassifier, OutputCodeClassifier
+    from sklearn.multiclass import (
+        OneVsOneClassifier,
+        OneVsRestClassifier,
+        OutputCodeClassifier,
+    )
 
-    scaled = lambda est: make_pipeline(StandardScaler(), est)  # noqa: E731
+    scaled = lambda est: make_pipeline(StandardScaler(), est)
     return {
         "ovr-svc": lambda: scaled(OneVsRestClassifier(SVC())),
         "ovr-linearsvc": lambda: scaled(OneVsRestClassifier(LinearSVC())),

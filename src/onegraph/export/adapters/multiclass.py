@@ -30,10 +30,15 @@ from sklearn.base import is_classifier, is_regressor
 from onegraph.emit import BOOL, DOUBLE, INT64, GraphBuilder
 from onegraph.errors import ExportError
 from onegraph.export.adapters.choose import emit_model
-from onegraph.export.adapters.models import ModelOutputs, emit_decision, label_from_index, register_model
+from onegraph.export.adapters.models import (
+    ModelOutputs,
+    emit_decision,
+    label_from_index,
+    register_model,
+)
 from onegraph.export.adapters.ops import argmax_index, column, euclidean, f64, flat, i64
 
-__all__ = ["emit_one_vs_rest", "emit_one_vs_one", "emit_output_code"]
+__all__ = ["emit_one_vs_one", "emit_one_vs_rest", "emit_output_code"]
 
 
 def _binary_score(est: Any, g: GraphBuilder, x: ir.Value, path: str) -> tuple[ir.Value, ModelOutputs | None]:
