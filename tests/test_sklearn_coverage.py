@@ -40,6 +40,7 @@ from sklearn.preprocessing import FunctionTransformer, SplineTransformer, Standa
 from sklearn.svm import SVC, LinearSVC, NuSVC
 
 import onegraph
+from onegraph.datasets import load_penguins
 
 #: exported with parity on the cars table (of 138 classes that fit there); the measurement may only rise
 FLOOR = 128
@@ -200,8 +201,6 @@ def test_a_model_fitted_on_other_features_than_the_preprocessing_gives_is_one_li
 
 def _penguins_sex():
     """Penguins' sex from the other columns: a target the features do not separate, so thresholds matter."""
-    from onegraph.datasets import load_penguins
-
     x = load_penguins().dropna()
     return x, x.pop("sex")
 
@@ -298,3 +297,52 @@ def test_multiclass_meta_estimators(case, binary):
         warnings.simplefilter("ignore")
         model = _multiclass_cases()[case]().fit(x, y)
     _same_classifier(model, x)
+
+
+def _logistic_cases():
+    return {
+        "logistic": lambda: make_pipeline(StandardScaler(), LogisticRegression(C=100, max_iter=5000)),
+        "calibrated-sigmoid": lambda: CalibratedClassifierCV(make_pipeline(StandardScaler(), LinearSVC()), cv=3),
+        "mlp": lambda: make_pipeline(StandardScaler(), MLPClassifier(hidden_layer_sizes=(8,), max_iter=2000,
+                                                                     random_state=0)),
+    }
+
+
+@pytest.mark.parametrize("case", list(_logistic_cases()))
+def test_small_probabilities_keep_their_relative_precision(case):
+    """A new user's case: a binary LogisticRegression gave probability 0.0 where scikit-learn gives 8.9e-19
+    (within atol, but log(p) became -inf). onnxruntime's double Sigmoid loses relative precision below ~-20
+    (Sigmoid(-37) is 0); every logistic output is now scipy's expit, 1 / (1 + exp(-x)). Scored on rows
+    spread 5x from the mean, where the models' decisions reach far below -20. The tolerance is relative
+    only: the decision function's own rounding (~1e-16 of |d| <= 745) is the only difference."""
+    x = load_penguins().dropna()
+    y = x["species"] == "Gentoo"
+    x = x[["bill_length_mm", "bill_depth_mm", "flipper_length_mm", "body_mass_g"]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = _logistic_cases()[case]().fit(x, y)
+    far = x.mean() + (x - x.mean()) * 5
+    expected = model.predict_proba(far)
+    assert (expected[expected > 0] < 1e-12).any()  # the rows that tell the two apart
+    got = onegraph.score(onegraph.build(model, sample=x), far)
+    np.testing.assert_allclose(got[[f"probabilities_{c}" for c in model.classes_]].to_numpy(), expected,
+                               rtol=1e-9, atol=0)
+
+
+def test_expit_is_scipys_over_the_double_range():
+    """ops.expit against scipy.special.expit from -800 to 800 (both ends saturate): Exp, Add and Div each
+    round once (<= 3 ulp, 7e-16) and scipy's libm exp differs from onnxruntime's by <= 1 ulp: rtol 1e-14."""
+    import onnx_ir as ir
+    import onnxruntime as ort
+    from scipy.special import expit
+
+    from onegraph.emit import DOUBLE, GraphBuilder
+    from onegraph.export.adapters.ops import expit as emit_expit
+
+    g = GraphBuilder("expit")
+    g.output(emit_expit(g, g.input("x", DOUBLE)), "y", DOUBLE)
+    values = np.concatenate([np.linspace(-800, 800, 16001), np.random.default_rng(0).normal(0, 30, 5000)])
+    session = ort.InferenceSession(ir.to_proto(g.to_model()).SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    got = session.run(None, {"x": values})[0]
+    np.testing.assert_allclose(got, expit(values), rtol=1e-14, atol=0)

@@ -28,6 +28,7 @@ from onegraph.export.adapters.models import (
     register_model,
     unfrozen,
 )
+from onegraph.export.adapters.ops import expit
 
 __all__ = ["emit_calibrated_classifier"]
 
@@ -52,7 +53,7 @@ def _calibrate(g: GraphBuilder, calibrator: Any, method: str, f: ir.Value) -> ir
     if method == "sigmoid":
         z = g.op("Add", g.op("Mul", f, g.const(np.float64(calibrator.a_), "a"), dtype=DOUBLE),
                  g.const(np.float64(calibrator.b_), "b"), dtype=DOUBLE)
-        return g.op("Sigmoid", g.op("Neg", z, dtype=DOUBLE), dtype=DOUBLE)
+        return expit(g, g.op("Neg", z, dtype=DOUBLE))
     if method != "isotonic":
         raise ExportError(f"CalibratedClassifierCV(method={method!r}) cannot be exported yet",
                           hint="use method='sigmoid' or 'isotonic'")

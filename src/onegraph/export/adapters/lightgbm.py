@@ -30,7 +30,7 @@ import onnx_ir as ir
 from onegraph.emit import BOOL, DOUBLE, INT64, GraphBuilder
 from onegraph.errors import ExportError
 from onegraph.export.adapters.models import ModelOutputs, label_from_index
-from onegraph.export.adapters.ops import argmax_index, binary_pair, f64, softmax
+from onegraph.export.adapters.ops import argmax_index, binary_pair, expit, f64, softmax
 from onegraph.export.adapters.sklearn_model import SklearnModel
 from onegraph.export.adapters.trees import TreeArrays, tree_ensemble
 
@@ -172,7 +172,7 @@ class LightGBMModel(SklearnModel):
             pred = g.op("Reshape", raw, g.const(np.array([-1], np.int64), "flat"), dtype=DOUBLE)
             return ModelOutputs.regressor(pred)
         if k == 1:
-            p = g.op("Sigmoid", g.op("Mul", raw, f64(g, self.sigmoid, "sigmoid"), dtype=DOUBLE), dtype=DOUBLE)
+            p = expit(g, g.op("Mul", raw, f64(g, self.sigmoid, "sigmoid"), dtype=DOUBLE))
             proba = binary_pair(g, p)
         else:
             proba = softmax(g, raw)

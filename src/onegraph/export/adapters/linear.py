@@ -1,4 +1,4 @@
-"""scikit-learn linear models -> MatMul + Add (+ Sigmoid / Softmax) in double precision.
+"""scikit-learn linear models -> MatMul + Add (+ expit / Softmax) in double precision.
 
 Classifiers without probabilities (LinearSVC, RidgeClassifier, Perceptron...) give their label alone;
 ``SGDClassifier`` with ``log_loss`` / ``modified_huber`` gives scikit-learn's one-vs-rest probabilities.
@@ -26,6 +26,7 @@ from onegraph.export.adapters.models import (
     register_decision,
     register_model,
 )
+from onegraph.export.adapters.ops import expit
 
 __all__ = ["decision_function", "emit_logistic_regression", "LINEAR_CLASSIFIERS", "emit_linear_classifier",
            "emit_linear_regressor", "emit_linear_decision"]
@@ -52,7 +53,7 @@ def emit_logistic_regression(model: Any, g: GraphBuilder, x: ir.Value) -> ModelO
     d = _decision(g, model, x)
     k = len(model.classes_)
     if k <= 2:
-        proba = _binary_pair(g, g.op("Sigmoid", d, dtype=DOUBLE))
+        proba = _binary_pair(g, expit(g, d))
     else:
         proba = g.op("Softmax", d, axis=1, dtype=DOUBLE)
     return ModelOutputs.classifier(label_from_index(g, model.classes_, _label_index(g, d, k)), proba, model.classes_)
@@ -95,7 +96,7 @@ def emit_linear_classifier(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOut
     label = label_from_index(g, model.classes_, _label_index(g, d, k))
     loss = getattr(model, "loss", None) if isinstance(model, lm.SGDClassifier) else None
     if loss == "log_loss":
-        p = g.op("Sigmoid", d, dtype=DOUBLE)
+        p = expit(g, d)
     elif loss == "modified_huber":
         clipped = g.op("Clip", d, g.const(np.float64(-1.0), "minus_one"), g.const(np.float64(1.0), "one"), dtype=DOUBLE)
         p = g.op("Div", g.op("Add", clipped, g.const(np.float64(1.0), "one"), dtype=DOUBLE),

@@ -17,8 +17,19 @@ import sklearn.neural_network as nn
 
 from onegraph.emit import BOOL, DOUBLE, INT64, Col, GraphBuilder, register_emitter
 from onegraph.errors import ExportError
-from onegraph.export.adapters.models import ModelOutputs, label_from_index, register_model
-from onegraph.export.adapters.ops import argmax_index, binary_pair, f64, flat, softmax
+from onegraph.export.adapters.models import (
+    ModelOutputs,
+    label_from_index,
+    register_model,
+)
+from onegraph.export.adapters.ops import (
+    argmax_index,
+    binary_pair,
+    expit,
+    f64,
+    flat,
+    softmax,
+)
 
 __all__ = ["forward", "emit_mlp_classifier", "emit_mlp_regressor", "emit_bernoulli_rbm"]
 
@@ -29,7 +40,7 @@ def _activation(g: GraphBuilder, name: str, a: ir.Value) -> ir.Value:
     if name == "tanh":
         return g.op("Tanh", a, dtype=DOUBLE)
     if name == "logistic":
-        return g.op("Sigmoid", a, dtype=DOUBLE)
+        return expit(g, a)
     if name == "identity":
         return a
     if name == "softmax":
@@ -78,4 +89,4 @@ def emit_bernoulli_rbm(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]:
     p = g.op("MatMul", g.matrix(cols, DOUBLE), g.const(np.ascontiguousarray(est.components_.T), "components_t"),
              dtype=DOUBLE)
     p = g.op("Add", p, g.const(np.asarray(est.intercept_hidden_, np.float64), "intercept_hidden"), dtype=DOUBLE)
-    return feature_block(g, est, g.op("Sigmoid", p, dtype=DOUBLE), cols)
+    return feature_block(g, est, expit(g, p), cols)

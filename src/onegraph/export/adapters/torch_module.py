@@ -24,6 +24,7 @@ from onegraph.emit import DOUBLE, FLOAT, OPSET, GraphBuilder
 from onegraph.errors import ExportError
 from onegraph.export.adapters.contract import Adapter, Consumes, qualified_name
 from onegraph.export.adapters.models import ModelOutputs, label_from_index
+from onegraph.export.adapters.ops import expit
 
 __all__ = ["TorchModule"]
 
@@ -125,7 +126,7 @@ class TorchModule(Adapter):
             y.shape = ir.Shape(["N", self.n_outputs])
             return ModelOutputs.regressor(y)
         if self.output == "logits" and len(self.classes) == 2 and self.n_outputs == 1:
-            p = g.op("Sigmoid", y, dtype=DOUBLE)
+            p = expit(g, y)
             proba = g.op("Concat", g.op("Sub", g.const(np.float64(1.0), "one"), p, dtype=DOUBLE), p, axis=1,
                          dtype=DOUBLE)
         elif self.output == "logits":
