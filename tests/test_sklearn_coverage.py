@@ -346,3 +346,33 @@ def test_expit_is_scipys_over_the_double_range():
                                    providers=["CPUExecutionProvider"])
     got = session.run(None, {"x": values})[0]
     np.testing.assert_allclose(got, expit(values), rtol=1e-14, atol=0)
+
+
+def test_a_search_exports_its_best_estimator():
+    """A new user's case: GridSearchCV over a pipeline with its own ColumnTransformer was refused as a member
+    encoding text itself. A search given to build, or as a pipeline's last step, is its refitted
+    ``best_estimator_`` (scikit-learn's ``BaseSearchCV.predict``); refit=False is refused in one line."""
+    from sklearn.compose import make_column_transformer
+    from sklearn.model_selection import GridSearchCV, RandomizedSearchCV
+    from sklearn.preprocessing import OneHotEncoder
+
+    x = load_penguins().dropna()
+    y = x.pop("species")
+    ct = make_column_transformer((OneHotEncoder(handle_unknown="ignore"), ["island", "sex"]),
+                                 (StandardScaler(), ["bill_length_mm", "flipper_length_mm"]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        around = GridSearchCV(make_pipeline(ct, LogisticRegression(max_iter=500)),
+                              {"logisticregression__C": [0.01, 1.0]}, cv=3).fit(x, y)
+        inside = make_pipeline(ct, RandomizedSearchCV(KNeighborsClassifier(), {"n_neighbors": [3, 5, 9]}, n_iter=2,
+                                                      cv=3, random_state=0)).fit(x, y)
+        no_refit = GridSearchCV(LogisticRegression(max_iter=500), {"C": [0.1, 1.0]}, cv=3, refit=False).fit(
+            x[["bill_length_mm", "flipper_length_mm"]], y)
+    for model in (around, inside):
+        got = onegraph.score(onegraph.build(model, sample=x), x)
+        assert (got["label"].to_numpy() == model.predict(x)).all()
+        np.testing.assert_allclose(got[[f"probabilities_{c}" for c in model.classes_]].to_numpy(),
+                                   model.predict_proba(x), rtol=1e-9, atol=1e-12)
+    with pytest.raises(onegraph.errors.ExportError, match="refit=False") as info:
+        onegraph.build(no_refit, sample=x[["bill_length_mm", "flipper_length_mm"]])
+    assert "\n" not in str(info.value)

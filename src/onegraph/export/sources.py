@@ -33,10 +33,13 @@ def split_pipeline(preprocessing: Any, model: Any) -> tuple[Any, Any]:
     ``build(pipeline)`` and ``build(None, pipeline)`` alike, and ``build(pre, pipeline)`` (``pre`` then the
     pipeline's own steps), so the steps go through onegraph's emitters and the predictor through its adapter;
     a whole ``Pipeline`` given as the model would otherwise reach skl2onnx as one unknown estimator.
-    A decision-threshold classifier around a pipeline is first turned into that pipeline ending in the
-    threshold (:func:`threshold_inside`).
+    A hyper-parameter search is first replaced by its refitted ``best_estimator_`` (:func:`~onegraph.export.adapters.models.searched`), and a
+    decision-threshold classifier around a pipeline turned into that pipeline ending in the threshold
+    (:func:`threshold_inside`).
     """
-    preprocessing, model = threshold_inside(preprocessing), threshold_inside(model)
+    from onegraph.export.adapters.models import searched
+
+    preprocessing, model = threshold_inside(searched(preprocessing)), threshold_inside(searched(model))
     if model is not None and isinstance(preprocessing, Pipeline) and is_predictor(preprocessing.steps[-1][1]):
         raise ExportError(f"the preprocessing pipeline ends in a model ({type(preprocessing.steps[-1][1]).__name__}) "
                           f"and a model ({type(model).__name__}) is given too",

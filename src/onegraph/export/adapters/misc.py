@@ -11,7 +11,10 @@ Follows scikit-learn 1.9:
   label_distributions_``, rows normalized; ``predict`` its argmax;
 * ``TransformedTargetRegressor``: the regressor's prediction through ``transformer_.inverse_transform``
   (identity, a ``FunctionTransformer`` whose ``inverse_func`` is a numpy ufunc, or a ``StandardScaler``);
-* ``RANSACRegressor``: ``estimator_``'s prediction.
+* ``RANSACRegressor``: ``estimator_``'s prediction;
+* a hyper-parameter search (``GridSearchCV``, ``RandomizedSearchCV``...) as a pipeline's step or an ensemble's
+  member: ``best_estimator_``'s outputs (``BaseSearchCV.predict``). Given to ``build`` itself, the search is
+  replaced by ``best_estimator_`` before the pipeline is split (:func:`~onegraph.export.adapters.models.searched`).
 """
 
 from __future__ import annotations
@@ -25,17 +28,18 @@ import sklearn.cross_decomposition as skx
 import sklearn.dummy as skd
 import sklearn.kernel_ridge as skr
 import sklearn.linear_model as lm
+import sklearn.model_selection._search as sks_search
 import sklearn.preprocessing as skp
 import sklearn.semi_supervised as sks
 
 from onegraph.emit import DOUBLE, GraphBuilder
 from onegraph.errors import ExportError
 from onegraph.export.adapters.choose import emit_model
-from onegraph.export.adapters.models import ModelOutputs, label_from_index, register_model
+from onegraph.export.adapters.models import ModelOutputs, label_from_index, register_model, searched
 from onegraph.export.adapters.ops import argmax_index, broadcast_rows, euclidean, f64, flat, kernel, normalize_rows
 
 __all__ = ["emit_dummy_classifier", "emit_dummy_regressor", "emit_kernel_ridge", "emit_pls",
-           "emit_label_propagation", "emit_transformed_target", "emit_ransac"]
+           "emit_label_propagation", "emit_transformed_target", "emit_ransac", "emit_search"]
 
 
 @register_model(skd.DummyClassifier)
@@ -126,3 +130,10 @@ def emit_transformed_target(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOu
 def emit_ransac(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
     with g.scope("estimator_", model.estimator_):
         return emit_model(model.estimator_, g, x)
+
+
+@register_model(sks_search.BaseSearchCV)
+def emit_search(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
+    best = searched(model)
+    with g.scope("best_estimator_", best):
+        return emit_model(best, g, x)

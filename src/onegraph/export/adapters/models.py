@@ -114,6 +114,26 @@ def _guarded(label: ir.Value, probabilities: ir.Value) -> bool:
     return total is not None and total.op_type == "ReduceSum" and total.inputs[0] is probabilities
 
 
+def searched(obj: Any) -> Any:
+    """``obj``, or for a fitted ``GridSearchCV`` / ``RandomizedSearchCV`` / ``Halving*SearchCV`` its
+    ``best_estimator_`` (searches within searches too): scikit-learn's ``BaseSearchCV.predict`` /
+    ``transform`` call ``best_estimator_``'s, so the search's own pipeline is exported as any pipeline.
+
+    Raises
+    ------
+    ExportError
+        for a search fitted with ``refit=False``, which keeps no fitted model.
+    """
+    from sklearn.model_selection._search import BaseSearchCV
+
+    while isinstance(obj, BaseSearchCV):
+        if not hasattr(obj, "best_estimator_"):
+            raise ExportError(f"{type(obj).__name__} was fitted with refit=False and keeps no fitted model",
+                              hint="fit it with refit=True, or export the estimator refitted with best_params_")
+        obj = obj.best_estimator_
+    return obj
+
+
 def unfrozen(est: Any) -> Any:
     """The estimator inside scikit-learn's ``FrozenEstimator`` (a prefit member of a meta-estimator), else ``est``."""
     return est.estimator if type(est).__name__ == "FrozenEstimator" else est
