@@ -376,3 +376,27 @@ def test_a_search_exports_its_best_estimator():
     with pytest.raises(onegraph.errors.ExportError, match="refit=False") as info:
         onegraph.build(no_refit, sample=x[["bill_length_mm", "flipper_length_mm"]])
     assert "\n" not in str(info.value)
+
+
+def test_refusals_passed_from_skl2onnx_are_one_line():
+    """A new user's case: a model neither onegraph nor skl2onnx converts (ClassifierChain, an estimator class of
+    the user's own) was refused with skl2onnx's 14 lines on registering a converter."""
+    from sklearn.base import BaseEstimator, ClassifierMixin
+    from sklearn.multioutput import ClassifierChain
+
+    class Nearest(ClassifierMixin, BaseEstimator):
+        def fit(self, x, y):
+            self.classes_, self.n_features_in_ = np.unique(y), x.shape[1]
+            return self
+
+        def predict(self, x):
+            return np.repeat(self.classes_[:1], len(x))
+
+    x, y = _data(True)
+    targets = pd.DataFrame({"usa": y.astype(int), "heavy": (x["Weight_in_lbs"] > 3000).astype(int)})
+    for model, name in ((ClassifierChain(LogisticRegression(max_iter=1000)).fit(x, targets), "ClassifierChain"),
+                        (Nearest().fit(x, y), "Nearest")):
+        with pytest.raises(onegraph.errors.ExportError, match=f"{name} cannot be exported: neither onegraph nor "
+                                                              "skl2onnx has a converter") as info:
+            onegraph.build(model, sample=x)
+        assert "\n" not in str(info.value)

@@ -231,8 +231,18 @@ def skl2onnx_graph(est: Any, g: GraphBuilder, x: ir.Value, n_features: int | Non
             failure = failure or exc
             continue
         return proto, (x if dtype == DOUBLE else g.op("Cast", x, to=FLOAT, dtype=FLOAT))
-    raise ExportError(f"{what} cannot be exported: {failure}",
+    raise ExportError(f"{what} cannot be exported: {_converter_failure(failure)}",
                       hint="use onegraph's transformers or a model onegraph or skl2onnx supports")
+
+
+def _converter_failure(exc: Exception | None) -> str:
+    """skl2onnx's or the checker's reason in one line: skl2onnx's missing-converter message is 14 lines of
+    advice on registering a converter, which a user of onegraph cannot act on."""
+    text = str(exc).strip()
+    if "Unable to find a shape calculator" in text or "Unable to find a converter" in text:
+        return "neither onegraph nor skl2onnx has a converter for it"
+    first = text.splitlines()[0].strip() if text else type(exc).__name__
+    return first if len(first) <= 300 else first[:297] + "..."
 
 
 def _skl2onnx_model(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
