@@ -25,6 +25,7 @@ from sklearn.discriminant_analysis import (
 from sklearn.ensemble import (
     AdaBoostClassifier,
     RandomForestClassifier,
+    RandomForestRegressor,
     StackingClassifier,
     StackingRegressor,
     VotingClassifier,
@@ -400,3 +401,63 @@ def test_refusals_passed_from_skl2onnx_are_one_line():
                                                               "skl2onnx has a converter") as info:
             onegraph.build(model, sample=x)
         assert "\n" not in str(info.value)
+
+
+def _two_targets():
+    x = load_penguins().dropna()
+    return x[["bill_length_mm", "bill_depth_mm"]], x[["flipper_length_mm", "body_mass_g"]], x
+
+
+@pytest.mark.parametrize("member", [RandomForestRegressor, Ridge], ids=["forest", "ridge"])
+def test_multioutput_regressor_gives_one_column_per_target(member):
+    """A new user's case: MultiOutputRegressor(RandomForestRegressor) went through skl2onnx, whose [N, 2] output
+    lost its width behind a Cast and was flattened to [2N]; build's parity check reshaped [2N] to [N, 2] and
+    passed, and score laid the first N values out as one column. The members' predictions are now side by side
+    in double precision (scikit-learn's MultiOutputRegressor.predict)."""
+    from sklearn.multioutput import MultiOutputRegressor
+
+    x, targets, _rows = _two_targets()
+    kwargs = {"n_estimators": 5, "random_state": 0} if member is RandomForestRegressor else {}
+    model = MultiOutputRegressor(member(**kwargs)).fit(x, targets)
+    got = onegraph.score(onegraph.build(model, sample=x), x)
+    assert list(got.columns) == ["prediction_0", "prediction_1"]
+    np.testing.assert_allclose(got.to_numpy(), model.predict(x), rtol=1e-9, atol=1e-12)
+
+
+def test_multioutput_classifier_is_refused_with_the_compose_that_works():
+    from sklearn.multioutput import MultiOutputClassifier
+
+    x, _targets, rows = _two_targets()
+    targets = pd.DataFrame({"male": (rows["sex"] == "male").astype(int), "year": rows["year"]})
+    model = MultiOutputClassifier(LogisticRegression(max_iter=2000)).fit(x, targets)
+    with pytest.raises(onegraph.errors.ExportError, match="MultiOutputClassifier predicts 2 targets") as info:
+        onegraph.build(model, sample=x)
+    assert "\n" not in str(info.value) and "onegraph.compose(" in str(info.value)
+    composed = onegraph.compose(None, {f"target{i}": e for i, e in enumerate(model.estimators_)}, x)
+    got = onegraph.score(composed, x)
+    assert (got[["target0.label", "target1.label"]].to_numpy() == model.predict(x)).all()
+
+
+def test_an_answer_of_other_rows_than_the_input_is_refused_not_laid_out():
+    """The other half of the MultiOutputRegressor fault: parity reshaped a [2N] answer into [N, 2], and score
+    made a frame of N rows from a [2N] array. Now parity pairs rows only ([N, 1] with [N]), and score refuses an
+    answer whose rows are not the input's, naming the output."""
+    import onnx
+    from sklearn.multioutput import MultiOutputRegressor
+
+    from onegraph.verify.parity import compare
+
+    x, targets, _rows = _two_targets()
+    model = MultiOutputRegressor(Ridge()).fit(x, targets)
+    expected = model.predict(x)
+    assert not compare("prediction", expected.ravel(), expected, rtol=1e-6, atol=1e-12).ok
+    assert compare("prediction", expected[:, :1], expected[:, 0], rtol=1e-6, atol=1e-12).ok
+    proto = onegraph.build(model, sample=x)
+    out = proto.graph.output[0]  # prediction [N, 2] -> Reshape(-1): [2N], as skl2onnx's graph was flattened
+    for node in proto.graph.node:
+        node.output[:] = ["wide" if o == out.name else o for o in node.output]
+    proto.graph.initializer.append(onnx.numpy_helper.from_array(np.array([-1], np.int64), "minus_one"))
+    proto.graph.node.append(onnx.helper.make_node("Reshape", ["wide", "minus_one"], [out.name]))
+    del out.type.tensor_type.shape.dim[1:]
+    with pytest.raises(onegraph.errors.RuntimeFailure, match=r"output 'prediction' has 666 rows for 333 input rows"):
+        onegraph.score(proto, x)

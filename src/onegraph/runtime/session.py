@@ -212,6 +212,8 @@ class Session:
                 parts = list(pool.map(lambda i: self._call({k: v[i:i + self.batch_size] for k, v in feeds.items()},
                                                            first_row=i), starts))
             results = [np.concatenate([p[j] for p in parts]) for j in range(len(self._output_names))]
+        if self.sequence is None:
+            self._check_rows(results, n)
         if self._checks:
             self._raise_checks(results, data)
         finite = True
@@ -223,6 +225,16 @@ class Session:
         if not finite and self._float_inputs:
             self._raise_infinite(results, feeds)
         return results, finite
+
+    def _check_rows(self, results: list[np.ndarray], n: int) -> None:
+        """Each answer has one row per input row: a graph flattening ``[N, k]`` to ``[N * k]`` would otherwise
+        be laid out as a frame of ``N`` rows from its first ``N`` values."""
+        for i in self._answer_indices:
+            if results[i].ndim == 0 or len(results[i]) != n:
+                rows = "a scalar" if results[i].ndim == 0 else f"{len(results[i])} rows"
+                raise RuntimeFailure(f"the model's output {self._output_names[i]!r} has {rows} for {n} input rows, "
+                                     "so its values cannot be paired with the rows",
+                                     hint="the graph is not row-wise: rebuild it, or run it with onnxruntime")
 
     def run_feeds(self, feeds: dict[str, np.ndarray], names: list[str] | None = None) -> list[np.ndarray]:
         """Run onnxruntime on prepared ``feeds`` (from :meth:`feeds`) for the outputs ``names`` (default:

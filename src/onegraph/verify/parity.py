@@ -178,8 +178,8 @@ def compare(name: str, got: Any, expected: Any, *, rtol: float, atol: float, exa
     got = np.asarray(got)
     expected = np.asarray(expected)
     rows = len(expected)
-    if got.shape != expected.shape and got.size == expected.size:
-        got = got.reshape(expected.shape)
+    if got.shape != expected.shape and got.size == expected.size and got.shape[:1] == expected.shape[:1]:
+        got = got.reshape(expected.shape)  # [N, 1] for [N]; not [2N] for [N, 2], which pairs no row
     if got.shape != expected.shape:
         return OutputParity(name, rows, agreement=0.0, ok=False)
     if exact and (got.dtype.kind == "b") != (expected.dtype.kind == "b"):

@@ -12,6 +12,9 @@ Follows scikit-learn 1.9:
 * ``TransformedTargetRegressor``: the regressor's prediction through ``transformer_.inverse_transform``
   (identity, a ``FunctionTransformer`` whose ``inverse_func`` is a numpy ufunc, or a ``StandardScaler``);
 * ``RANSACRegressor``: ``estimator_``'s prediction;
+* ``MultiOutputRegressor.predict``: the members' predictions side by side, ``[N, n_outputs]``;
+  ``MultiOutputClassifier`` (one label per target) is refused: a graph of onegraph has one answer, and
+  :func:`onegraph.compose` declares each member's outputs under its name;
 * a hyper-parameter search (``GridSearchCV``, ``RandomizedSearchCV``...) as a pipeline's step or an ensemble's
   member: ``best_estimator_``'s outputs (``BaseSearchCV.predict``). Given to ``build`` itself, the search is
   replaced by ``best_estimator_`` before the pipeline is split (:func:`~onegraph.export.adapters.models.searched`).
@@ -29,6 +32,7 @@ import sklearn.dummy as skd
 import sklearn.kernel_ridge as skr
 import sklearn.linear_model as lm
 import sklearn.model_selection._search as sks_search
+import sklearn.multioutput as skmo
 import sklearn.preprocessing as skp
 import sklearn.semi_supervised as sks
 
@@ -39,7 +43,8 @@ from onegraph.export.adapters.models import ModelOutputs, label_from_index, regi
 from onegraph.export.adapters.ops import argmax_index, broadcast_rows, euclidean, f64, flat, kernel, normalize_rows
 
 __all__ = ["emit_dummy_classifier", "emit_dummy_regressor", "emit_kernel_ridge", "emit_pls",
-           "emit_label_propagation", "emit_transformed_target", "emit_ransac", "emit_search"]
+           "emit_label_propagation", "emit_transformed_target", "emit_ransac", "emit_search",
+           "emit_multioutput_regressor", "refuse_multioutput_classifier"]
 
 
 @register_model(skd.DummyClassifier)
@@ -137,3 +142,24 @@ def emit_search(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
     best = searched(model)
     with g.scope("best_estimator_", best):
         return emit_model(best, g, x)
+
+
+@register_model(skmo.MultiOutputRegressor)
+def emit_multioutput_regressor(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
+    axis1 = g.const(np.array([1], np.int64), "axis1")
+    parts = []
+    for i, est in enumerate(model.estimators_):
+        with g.scope(f"estimators_.{i}", est):
+            pred = flat(g, emit_model(est, g, x).values["prediction"])
+        parts.append(g.op("Unsqueeze", pred, axis1, dtype=DOUBLE))
+    y = g.op("Concat", *parts, axis=1, dtype=DOUBLE)
+    y.shape = ir.Shape(["N", len(parts)])
+    return ModelOutputs.regressor(flat(g, y) if len(parts) == 1 else y)
+
+
+@register_model(skmo.MultiOutputClassifier)
+def refuse_multioutput_classifier(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
+    n = len(model.estimators_)
+    raise ExportError(f"MultiOutputClassifier predicts {n} targets, and a graph built by onegraph gives one label",
+                      hint="compose its members, each target's outputs under its name: onegraph.compose("
+                           "preprocessing, {f'target{i}': e for i, e in enumerate(model.estimators_)}, sample)")

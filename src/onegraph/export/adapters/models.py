@@ -267,9 +267,10 @@ def _skl2onnx_model(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
                           f"({', '.join(outs)}) where onegraph expects a regressor's one prediction",
                           hint="use a classifier, regressor or outlier detector onegraph supports")
     (pred,) = outs.values()
+    shape = pred.shape  # skl2onnx's declared [N, n_outputs], before a Cast's new value (which has none)
     if pred.dtype != DOUBLE:
         pred = g.op("Cast", pred, to=DOUBLE, dtype=DOUBLE)
-    shape = pred.shape
+        pred.shape = shape
     if shape is None or len(shape) < 2 or shape[1] == 1:
         pred = g.op("Reshape", pred, g.const(np.array([-1], np.int64), "flat"), dtype=DOUBLE)
     return ModelOutputs.regressor(pred)
