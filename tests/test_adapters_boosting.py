@@ -16,6 +16,7 @@ from compose_helpers import penguins, species_codes
 from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
 import onegraph
+from onegraph.datasets import load_penguins
 from onegraph.errors import ExportError
 from onegraph.export.adapters.legacy_trees import LEGACY_OPS, upgrade_tree_ensembles
 
@@ -238,3 +239,20 @@ def test_xgboost_fitted_with_another_missing_value_is_refused_naming_it():
     got = onegraph.score(onegraph.build(model, None, sample=fixed), fixed)
     np.testing.assert_allclose(got.filter(like="probabilities_").to_numpy(float), model.predict_proba(fixed),
                                rtol=1e-5, atol=1e-5)
+
+
+def test_lightgbm_fitted_on_column_names_with_spaces_takes_the_tables_names():
+    """A new user's case: LightGBM stores a column fitted as "bill length (mm)" as "bill_length_(mm)" (in its
+    feature_names_in_ too) while its predict takes the table as it was; build asked for the renamed column.
+    The graph inputs are the table's own names."""
+    frame = load_penguins().dropna()
+    x = frame[["bill_length_mm", "bill_depth_mm", "flipper_length_mm", "body_mass_g"]].rename(
+        columns={"bill_length_mm": "bill length (mm)", "body_mass_g": "body  mass"})
+    model = lightgbm.LGBMClassifier(n_estimators=15, verbose=-1).fit(x, frame["species"])
+    assert "bill_length_(mm)" in list(model.feature_names_in_)
+    proto = onegraph.build(model, sample=x)
+    assert [i.name for i in proto.graph.input] == list(x.columns)
+    got = onegraph.score(proto, x)
+    assert (got["label"].to_numpy() == model.predict(x)).all()
+    np.testing.assert_allclose(got[[f"probabilities_{c}" for c in model.classes_]].to_numpy(),
+                               model.predict_proba(x), rtol=1e-12, atol=1e-15)

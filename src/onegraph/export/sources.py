@@ -115,10 +115,24 @@ def input_columns(preprocessing: Any, model: Any, frame: pd.DataFrame) -> list[s
         return _once([str(c) for c in frame.columns], frame)
     names = [str(n) for n in names]
     present = {str(c) for c in frame.columns}
+    if type(first).__module__.split(".")[0] == "lightgbm":
+        names = _lightgbm_names(names, frame)
     for n in names:
         if n not in present:
             raise MissingColumnError(n, sorted(present))
     return _once(names, frame)
+
+
+def _lightgbm_names(names: list[str], frame: pd.DataFrame) -> list[str]:
+    """LightGBM's feature names as the table's own: LightGBM stores a column fitted as ``"bill length"`` as
+    ``"bill_length"`` (each space an underscore, in its C++ ``Dataset``) and says so in ``feature_names_in_``,
+    while its ``predict`` takes the table as it was. A name absent from ``frame`` is the one column it
+    renames to that name."""
+    present = {str(c) for c in frame.columns}
+    renamed: dict[str, list[str]] = {}
+    for c in map(str, frame.columns):
+        renamed.setdefault(c.replace(" ", "_"), []).append(c)
+    return [n if n in present or len(renamed.get(n, [])) != 1 else renamed[n][0] for n in names]
 
 
 def _once(names: list[str], frame: pd.DataFrame) -> list[str]:
