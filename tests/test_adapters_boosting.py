@@ -256,3 +256,25 @@ def test_lightgbm_fitted_on_column_names_with_spaces_takes_the_tables_names():
     assert (got["label"].to_numpy() == model.predict(x)).all()
     np.testing.assert_allclose(got[[f"probabilities_{c}" for c in model.classes_]].to_numpy(),
                                model.predict_proba(x), rtol=1e-12, atol=1e-15)
+
+
+def test_xgboost_inside_a_meta_estimator_gets_xgboosts_tolerance():
+    """A new user's case: XGBoost inside a VotingRegressor or MultiOutputRegressor was checked at
+    scikit-learn's 1e-6 / 1e-12, not XGBoost's documented 1e-5 / 1e-5 (it sums its trees in float32), so a
+    standardized target near 0 (float32 rounding ~1e-7 absolute) was refused. The loosest member's tolerance
+    applies, and the graph's values are within it."""
+    from sklearn.ensemble import VotingRegressor
+    from sklearn.linear_model import Ridge
+    from sklearn.multioutput import MultiOutputRegressor
+
+    frame = load_penguins().dropna()
+    x = frame[["bill_length_mm", "bill_depth_mm"]]
+    targets = frame[["flipper_length_mm", "body_mass_g"]]
+    targets = (targets - targets.mean()) / targets.std()
+    models = [MultiOutputRegressor(xgboost.XGBRegressor(n_estimators=30, random_state=0)).fit(x, targets),
+              VotingRegressor([("xgb", xgboost.XGBRegressor(n_estimators=30, random_state=0)),
+                               ("ridge", Ridge())]).fit(x, targets.iloc[:, 0])]
+    for model in models:
+        got = onegraph.score(onegraph.build(model, sample=x), x)
+        np.testing.assert_allclose(got.to_numpy().reshape(model.predict(x).shape), model.predict(x),
+                                   rtol=1e-5, atol=1e-5)

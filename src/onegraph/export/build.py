@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -176,12 +176,35 @@ def _parity_hint(preprocessing: Any, model: Any, frame: pd.DataFrame) -> str | N
 
 def _tolerance(model: Any, rtol: float | None, atol: float | None) -> tuple[float, float]:
     """The parity tolerance: the caller's, else the model adapter's (``Adapter.tolerance``)."""
-    tol = (1e-6, 1e-12)
-    if model is not None and type(model).__module__.split(".")[0] in ("xgboost", "lightgbm", "catboost"):
-        from onegraph.export.adapters.choose import adapt
+    from onegraph.export.adapters.choose import adapt
 
-        tol = adapt(model).tolerance
+    tol = (1e-6, 1e-12)
+    for member in _boosting_members(model):  # the loosest: a float32 XGBoost inside a voting ensemble included
+        member_tol = adapt(member).tolerance
+        tol = (max(tol[0], member_tol[0]), max(tol[1], member_tol[1]))
     return (tol[0] if rtol is None else rtol, tol[1] if atol is None else atol)
+
+
+def _boosting_members(obj: Any, depth: int = 0) -> Iterator[Any]:
+    """The XGBoost / LightGBM / CatBoost models in ``obj``: itself, or its fitted members at any depth (a voting
+    ensemble's ``estimators_``, a calibrated classifier's, a pipeline's steps), found in its attributes."""
+    if type(obj).__module__.split(".")[0] in ("xgboost", "lightgbm", "catboost"):
+        from sklearn.utils.validation import check_is_fitted
+
+        try:
+            check_is_fitted(obj)
+        except Exception:  # noqa: BLE001 - an unfitted template (a meta-estimator's `estimator` parameter)
+            return
+        yield obj
+        return
+    if depth > 6 or not (hasattr(obj, "get_params") or type(obj).__module__.startswith("sklearn.")):
+        return  # scikit-learn's own holders too: CalibratedClassifierCV's _CalibratedClassifier
+    for value in vars(obj).values():
+        items = value if isinstance(value, (list, tuple)) else value.values() if isinstance(value, dict) else [value]
+        for item in items:
+            if isinstance(item, tuple):  # a pipeline's (name, step)
+                item = item[-1]
+            yield from _boosting_members(item, depth + 1)
 
 
 def _emit(preprocessing: Any, model: Any, specs: list[ColumnSpec], name: str) -> tuple[GraphBuilder, list[dict]]:
