@@ -159,6 +159,21 @@ def test_file_watch_loads_a_new_file_and_keeps_serving_through_a_bad_one(version
         assert 'onegraph_serve_model_loads_total{model="p",outcome="failed"}' in httpx.get(server.url + "/metrics").text
 
 
+def test_a_load_of_an_unchanged_file_keeps_its_version(versions, tmp_path):
+    """A load request repeated (a deploy script's retry) made a new version of the same file; versions count
+    changes of the file, so a client pinning version 1 was refused for nothing. A changed file still loads."""
+    a, b, frame = versions
+    live = tmp_path / "live.onnx"
+    replace(a, live)
+    with Server({"p": live}, port=0) as server:
+        for _ in range(2):
+            r = httpx.post(server.url + "/v2/repository/models/p/load", timeout=60)
+            assert r.status_code == 200 and r.json()["version"] == "1"
+        assert httpx.get(server.url + "/v2/models/p/versions/1/ready").status_code == 200
+        replace(b, live)
+        assert httpx.post(server.url + "/v2/repository/models/p/load", timeout=60).json()["version"] == "2"
+
+
 def test_shutdown_answers_the_requests_in_flight(versions):
     """Stopping the server while 8 requests wait for their batch: all 8 are answered 200, then it stops."""
     a, _, frame = versions

@@ -127,6 +127,8 @@ class ServedModel:
 
     async def reload(self) -> ModelVersion:
         """Load the file again as a new version and serve it; requests already queued finish on the old one.
+        A file unchanged since the current version was loaded (same device, inode, mtime and size) is not
+        loaded again: the current version is returned.
 
         Raises the loader's error (:class:`~onegraph.errors.ModelFileError`, ...) when the file does not load;
         the current version then keeps serving.
@@ -134,6 +136,11 @@ class ServedModel:
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:  # one load of a model at a time; versions numbered in order
+            try:
+                if file_identity(self.path) == self.current.identity:
+                    return self.current  # unchanged since it was loaded: a load request repeated is not a new version
+            except OSError:
+                pass  # _build says why the file cannot be read
             loop = asyncio.get_running_loop()
             version = await loop.run_in_executor(None, self._build)  # the safe loader takes ~0.1-1 s
             old, self.current = self.current, version
