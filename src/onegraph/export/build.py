@@ -199,7 +199,7 @@ def _boosting_members(obj: Any, depth: int = 0) -> Iterator[Any]:
         return
     if depth > 6 or not (hasattr(obj, "get_params") or type(obj).__module__.startswith("sklearn.")):
         return  # scikit-learn's own holders too: CalibratedClassifierCV's _CalibratedClassifier
-    for value in vars(obj).values():
+    for value in getattr(obj, "__dict__", {}).values():  # Cython holders (a tree's Tree) have none
         items = value if isinstance(value, (list, tuple)) else value.values() if isinstance(value, dict) else [value]
         for item in items:
             if isinstance(item, tuple):  # a pipeline's (name, step)
