@@ -32,7 +32,7 @@ _TINY = re.compile(r"\b\d\.\d+e-(?:1\d|09)\b")
 def _blocks() -> list[tuple[int, str, str | None]]:
     text = (ROOT / "README.md").read_text()
     return [(text[:m.start()].count("\n") + 1, m.group(1), m.group(2))
-            for m in re.finditer(r"```python\n(.*?)```\n+(?:```text\n(.*?)```)?", text, re.S)]
+            for m in re.finditer(r"```python\n(.*?)```\n+(?:```text\n(.*?)```)?", text, re.DOTALL)]
 
 
 def _normal(text: str) -> list[str]:
