@@ -461,3 +461,23 @@ def test_an_answer_of_other_rows_than_the_input_is_refused_not_laid_out():
     del out.type.tensor_type.shape.dim[1:]
     with pytest.raises(onegraph.errors.RuntimeFailure, match=r"output 'prediction' has 666 rows for 333 input rows"):
         onegraph.score(proto, x)
+
+
+@pytest.mark.parametrize("transform", ["log", "scaler"])
+def test_transformed_target_around_a_pipeline_with_text(transform):
+    """A new user's case (the scikit-learn docs' form): TransformedTargetRegressor(regressor=make_pipeline(
+    ColumnTransformer(one-hot of text, scaling), Ridge)) was refused as a member encoding text itself. Its
+    pipeline's steps are now onegraph's preprocessing and the target transform its last step."""
+    from sklearn.compose import make_column_transformer
+    from sklearn.preprocessing import OneHotEncoder
+
+    x = load_penguins().dropna()
+    y = x.pop("body_mass_g")
+    ct = make_column_transformer((OneHotEncoder(handle_unknown="ignore"), ["island", "sex", "species"]),
+                                 (StandardScaler(), ["bill_length_mm", "flipper_length_mm"]))
+    kwargs = {"func": np.log, "inverse_func": np.exp} if transform == "log" else {"transformer": StandardScaler()}
+    model = TransformedTargetRegressor(regressor=make_pipeline(ct, Ridge()), **kwargs).fit(x, y)
+    got = onegraph.score(onegraph.build(model, sample=x), x)["prediction"].to_numpy()
+    np.testing.assert_allclose(got, model.predict(x), rtol=1e-9, atol=1e-12)
+    assert model.regressor_ is not model.regressor  # the source object is left as fitted
+    assert isinstance(model.regressor_, type(model.regressor))

@@ -4,6 +4,7 @@ compares the graph with)."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,7 +24,7 @@ __all__ = [
     "input_columns",
     "is_predictor",
     "split_pipeline",
-    "threshold_inside",
+    "wrapper_inside",
 ]
 
 
@@ -33,13 +34,13 @@ def split_pipeline(preprocessing: Any, model: Any) -> tuple[Any, Any]:
     ``build(pipeline)`` and ``build(None, pipeline)`` alike, and ``build(pre, pipeline)`` (``pre`` then the
     pipeline's own steps), so the steps go through onegraph's emitters and the predictor through its adapter;
     a whole ``Pipeline`` given as the model would otherwise reach skl2onnx as one unknown estimator.
-    A hyper-parameter search is first replaced by its refitted ``best_estimator_`` (:func:`~onegraph.export.adapters.models.searched`), and a
-    decision-threshold classifier around a pipeline turned into that pipeline ending in the threshold
-    (:func:`threshold_inside`).
+    A hyper-parameter search is first replaced by its refitted ``best_estimator_``
+    (:func:`~onegraph.export.adapters.models.searched`), and a wrapper of a pipeline (a decision threshold, a
+    target transform) turned into that pipeline ending in the wrapper (:func:`wrapper_inside`).
     """
     from onegraph.export.adapters.models import searched
 
-    preprocessing, model = threshold_inside(searched(preprocessing)), threshold_inside(searched(model))
+    preprocessing, model = wrapper_inside(searched(preprocessing)), wrapper_inside(searched(model))
     if model is not None and isinstance(preprocessing, Pipeline) and is_predictor(preprocessing.steps[-1][1]):
         raise ExportError(f"the preprocessing pipeline ends in a model ({type(preprocessing.steps[-1][1]).__name__}) "
                           f"and a model ({type(model).__name__}) is given too",
@@ -62,34 +63,44 @@ def split_pipeline(preprocessing: Any, model: Any) -> tuple[Any, Any]:
     return preprocessing, model
 
 
-def threshold_inside(obj: Any) -> Any:
-    """``obj``, or for a fitted ``TunedThresholdClassifierCV`` / ``FixedThresholdClassifier`` whose estimator is a
-    ``Pipeline(steps..., classifier)``: ``Pipeline(steps..., FixedThresholdClassifier(classifier))`` with the
-    same threshold, positive class and response method, which predicts the same on every row (scikit-learn's
-    ``predict`` thresholds ``estimator_``'s response, and a pipeline's response is its last step's on the
-    transformed rows). The steps then share onegraph's preprocessing instead of being refused as a member's own.
+def wrapper_inside(obj: Any) -> Any:
+    """``obj``, or for a fitted wrapper of one estimator whose fitted estimator is a ``Pipeline(steps...,
+    predictor)``: ``Pipeline(steps..., wrapper')``, ``wrapper'`` a copy of the wrapper around ``predictor``
+    alone. The wrappers: ``TunedThresholdClassifierCV`` / ``FixedThresholdClassifier`` (``estimator_``),
+    ``TransformedTargetRegressor`` (``regressor_``). Each predicts from its fitted estimator's response, and a
+    pipeline's response is its last step's on the transformed rows, so the copy predicts the same on every
+    row; the steps then share onegraph's preprocessing instead of being refused as a member's own.
     """
+    from sklearn.compose import TransformedTargetRegressor
     from sklearn.model_selection import (
         FixedThresholdClassifier,
         TunedThresholdClassifierCV,
     )
 
-    if not isinstance(obj, (FixedThresholdClassifier, TunedThresholdClassifierCV)):
-        return obj
     from onegraph.export.adapters.models import unfrozen
 
-    inner = unfrozen(getattr(obj, "estimator_", None))
-    if not isinstance(inner, Pipeline) or not is_classifier(inner.steps[-1][1]):
-        return obj
-    if isinstance(obj, TunedThresholdClassifierCV):
-        threshold, pos_label = float(obj.best_threshold_), obj._curve_scorer._get_pos_label()
+    if isinstance(obj, TransformedTargetRegressor):
+        attribute = "regressor_"
+    elif isinstance(obj, (FixedThresholdClassifier, TunedThresholdClassifierCV)):
+        attribute = "estimator_"
     else:
-        threshold, pos_label = obj.threshold, obj.pos_label
+        return obj
+    inner = unfrozen(getattr(obj, attribute, None))
+    if inner is None and isinstance(obj, FixedThresholdClassifier):  # unfitted around a fitted estimator
+        inner = unfrozen(obj.estimator)
+    if not isinstance(inner, Pipeline) or not is_predictor(inner.steps[-1][1]):
+        return obj
     name, last = inner.steps[-1]
-    fixed = FixedThresholdClassifier(last, threshold=threshold, pos_label=pos_label,
-                                     response_method=obj.response_method)
-    return Pipeline([*inner.steps[:-1], (name, fixed)])
-
+    wrapped = copy.copy(obj)
+    setattr(wrapped, attribute, last)
+    for seen in ("n_features_in_", "feature_names_in_"):  # the columns it takes are now the last step's
+        if seen not in vars(wrapped):
+            continue  # not held (a property reading the estimator: TransformedTargetRegressor's)
+        if hasattr(last, seen):
+            setattr(wrapped, seen, getattr(last, seen))
+        else:
+            delattr(wrapped, seen)
+    return Pipeline([*inner.steps[:-1], (name, wrapped)])
 
 def is_predictor(obj: Any) -> bool:
     """A classifier, regressor or outlier detector (scikit-learn's estimator types of a pipeline's last step)."""
