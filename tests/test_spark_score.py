@@ -3,6 +3,8 @@ duplicates no row, distributed statistics equal single-process ones, the CLI's -
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -168,3 +170,24 @@ def test_cli_names_the_column_and_value_spark_cannot_read(cli, model, penguins, 
     assert not (tmp_path / "s.parquet").exists()
     root = spark._jvm.org.apache.logging.log4j.LogManager.getRootLogger()
     assert root.getLevel().toString() == "OFF"  # the executors' stack traces are not printed
+
+
+def test_cli_on_spark_starts_without_sparks_log_lines(model, penguins, tmp_path):
+    """A new user's case: `score --spark` printed Spark's start-up lines (its default log4j profile, "Setting
+    default log level", the host name and native-library warnings, the stage progress bar) before its own one
+    line. Spark's JVM starts once per process, so this runs the command in a fresh one; only the JVM's own
+    module notice (`--add-modules jdk.incubator.vector`, printed by Java itself) may remain."""
+    import subprocess
+    import sys
+
+    data = tmp_path / "rows.csv"
+    penguins.drop(columns="species").head(20).to_csv(data, index=False, na_rep="NA")
+    out = tmp_path / "scores.parquet"
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_CONF_DIR", "SPARK_HOME")}
+    result = subprocess.run([sys.executable, "-W", "ignore", "-m", "onegraph.cli", "score", str(model), str(data),
+                             "--spark", "local[1]", "-o", str(out)], capture_output=True, text=True, env=env,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    noise = [line for line in result.stderr.splitlines() if line.strip() and "jdk.incubator" not in line]
+    assert noise == [], result.stderr
+    assert f"wrote {out}: 20 rows" in result.stdout

@@ -54,8 +54,10 @@ def score_file(model: Path, data: Path, output: Path, *, keep: list[str] | None,
     if master.startswith("local"):  # local workers run this interpreter, the one with onegraph installed
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas", category=FutureWarning)
-    spark = (SparkSession.builder.master(master).appName("onegraph score")
-             .config("spark.ui.enabled", "false").getOrCreate())
+    if "SPARK_CONF_DIR" not in os.environ and "SPARK_HOME" not in os.environ:  # a user's own config wins
+        os.environ["SPARK_CONF_DIR"] = str(Path(__file__).with_name("conf"))  # no start-up log lines
+    spark = (SparkSession.builder.master(master).appName("onegraph score").config("spark.ui.enabled", "false")
+             .config("spark.ui.showConsoleProgress", "false").getOrCreate())
     _quiet(spark)
     frame = _read(spark, data, specs)
     keep_columns: Any = list(dict.fromkeys(keep)) if keep else False
