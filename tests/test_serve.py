@@ -7,6 +7,7 @@ import gzip
 import io
 import json
 import math
+import os
 from pathlib import Path
 
 import httpx
@@ -14,13 +15,20 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from serve_helpers import (
+    assert_predictions,
+    build_penguins,
+    one_line_error,
+    post_all,
+    records,
+    v2_inputs,
+)
 
 import onegraph
 from onegraph.io import read_table
 from onegraph.runtime import Session
 from onegraph.serve import ServeOptions, Server
 from onegraph.serve.lanes import json_value
-from serve_helpers import assert_predictions, build_penguins, one_line_error, post_all, records, v2_inputs
 
 DATA = Path(__file__).parent / "data"
 PREDICT = "/v1/models/{}:predict"
@@ -141,6 +149,12 @@ def test_v2_with_the_triton_client(server, models, penguins):
     with pytest.raises(InferenceServerException) as unknown:
         client.get_model_metadata("nope")
     assert unknown.value.status() == "404"
+    client.load_model("cars")  # the file unchanged: still version 1
+    assert {m["name"]: m["version"] for m in client.get_model_repository_index()}["cars"] == "1"
+    path = Path(models["cars"])
+    copy = path.with_suffix(".copy")
+    copy.write_bytes(path.read_bytes())
+    os.replace(copy, path)  # rewritten as a deploy writes it: a new file, loaded as version 2
     client.load_model("cars")
     assert {m["name"]: m["version"] for m in client.get_model_repository_index()}["cars"] == "2"
     assert client.get_model_metadata("cars", model_version="2")["versions"] == ["2"]
