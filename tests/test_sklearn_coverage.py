@@ -167,18 +167,23 @@ def test_a_step_around_its_nested_step_still_builds():
     assert "SimpleImputer" in [f.name for f in model.functions]
 
 
-def test_members_that_encode_text_themselves_are_refused_with_the_shared_form():
-    """A new user's case: members that are pipelines with their own ColumnTransformer over text columns got
-    "encode them before the model" although they do; the reason now says what is exported and how."""
+def _penguins_species_and_encoding():
+    """Penguins rows, their species, and an unfitted ColumnTransformer one-hot encoding the text columns."""
     from sklearn.compose import make_column_transformer
     from sklearn.preprocessing import OneHotEncoder
 
-    from onegraph.datasets import load_penguins
-
     x = load_penguins().dropna()
     y = x.pop("species")
-    ct = make_column_transformer((OneHotEncoder(handle_unknown="ignore"), ["island", "sex"]),
-                                 (StandardScaler(), ["bill_length_mm", "flipper_length_mm"]))
+    return x, y, make_column_transformer((OneHotEncoder(handle_unknown="ignore"), ["island", "sex"]),
+                                         (StandardScaler(), ["bill_length_mm", "flipper_length_mm"]))
+
+
+def test_members_that_encode_text_themselves_are_refused_with_the_shared_form():
+    """A new user's case: members that are pipelines with their own ColumnTransformer over text columns got
+    "encode them before the model" although they do; the reason now says what is exported and how."""
+
+
+    x, y, ct = _penguins_species_and_encoding()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         vote = VotingClassifier([("a", make_pipeline(ct, LogisticRegression(max_iter=500))),
@@ -353,14 +358,9 @@ def test_a_search_exports_its_best_estimator():
     """A new user's case: GridSearchCV over a pipeline with its own ColumnTransformer was refused as a member
     encoding text itself. A search given to build, or as a pipeline's last step, is its refitted
     ``best_estimator_`` (scikit-learn's ``BaseSearchCV.predict``); refit=False is refused in one line."""
-    from sklearn.compose import make_column_transformer
     from sklearn.model_selection import GridSearchCV, RandomizedSearchCV
-    from sklearn.preprocessing import OneHotEncoder
 
-    x = load_penguins().dropna()
-    y = x.pop("species")
-    ct = make_column_transformer((OneHotEncoder(handle_unknown="ignore"), ["island", "sex"]),
-                                 (StandardScaler(), ["bill_length_mm", "flipper_length_mm"]))
+    x, y, ct = _penguins_species_and_encoding()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         around = GridSearchCV(make_pipeline(ct, LogisticRegression(max_iter=500)),
