@@ -255,7 +255,7 @@ MARKER = "\uffff"  # onegraph's missing-text marker (contract.columns.MISSING_ST
 
 @pytest.mark.parametrize("inside", [False, True], ids=["is", "inside"])
 @pytest.mark.parametrize("container", ["dict", "records", "few rows", "many rows", "object", "category",
-                                       "pyarrow", "polars"])
+                                       "pyarrow", "polars", "polars categorical", "arrow dictionary"])
 def test_text_holding_the_missing_marker_is_refused_naming_column_and_row(session, rows, container, inside):
     """A value that *is* U+FFFF would be scored as a missing value (imputed): refused instead, in every
     container and on both the single-row and the general path. A value holding it ("Bis\uffffcoe") was
@@ -272,6 +272,9 @@ def test_text_holding_the_missing_marker_is_refused_naming_column_and_row(sessio
         "category": _with(rows, "island", pd.Series(islands, dtype="category")),
         "pyarrow": pa.Table.from_pandas(frame.astype({"island": object})),
         "polars": pl.from_pandas(frame.astype({"island": object})),
+        "polars categorical": pl.from_pandas(frame.astype({"island": object})).with_columns(
+            pl.col("island").cast(pl.Categorical)),
+        "arrow dictionary": pa.Table.from_pandas(frame.astype({"island": "category"}), preserve_index=False),
     }[container]
     with pytest.raises(ColumnTypeError, match=r"'island'.*row [01] holds U\+FFFF"):
         session.score(data)
@@ -571,6 +574,26 @@ def test_a_dict_of_columns_pairs_rows_as_pandas_would_or_says_why_not(penguins_o
     first = rows.iloc[0]
     zero_d = {c: np.array(first[c]) if pd.notna(first[c]) else None for c in rows.columns}
     pd.testing.assert_frame_equal(onegraph.score(penguins_onnx, zero_d), expected.head(1), check_dtype=False)
+
+
+@pytest.mark.parametrize("rows_times", [1, 20], ids=["few", "many"])  # 20 x 344 rows: the dictionary path
+def test_dictionary_encoded_text_scores_as_plain_text(session, penguins, rows_times):
+    """A new user's case: polars Categorical / Enum, an Arrow table from a pandas category column and
+    pd.ArrowDtype(dictionary) text failed with pyarrow's raw "Function 'match_substring' has no kernel
+    matching input types (dictionary...)". They score as the same text in plain columns does."""
+    frame = pd.concat([penguins.drop(columns="species")] * rows_times, ignore_index=True)
+    expected = session.score(frame)
+    levels = sorted(frame["island"].dropna().unique())
+    containers = {
+        "polars categorical": pl.from_pandas(frame).with_columns(pl.col("island", "sex").cast(pl.Categorical)),
+        "polars enum": pl.from_pandas(frame).with_columns(pl.col("island").cast(pl.Enum(levels))),
+        "arrow from category": pa.Table.from_pandas(frame.astype({"island": "category", "sex": "category"}),
+                                                    preserve_index=False),
+        "ArrowDtype dictionary": frame.astype({"island": pd.ArrowDtype(pa.dictionary(pa.int32(), pa.string())),
+                                               "sex": pd.ArrowDtype(pa.dictionary(pa.int8(), pa.large_string()))}),
+    }
+    for name, data in containers.items():
+        pd.testing.assert_frame_equal(session.score(data), expected, obj=name)
 
 
 def test_text_holding_the_marker_is_refused_before_a_split_makes_it_missing():

@@ -454,7 +454,7 @@ def _refuse_marker(spec: ColumnSpec, values: Any, out: np.ndarray) -> None:
     if pa_array is not None:  # Arrow: one vectorized search, nulls excluded
         import pyarrow.compute as pc
 
-        hits = pc.match_substring(pa_array, MISSING_STRING)
+        hits = pc.match_substring(_decoded(pa_array), MISSING_STRING)
         if not pc.any(hits).as_py():
             return
         holding = np.asarray(pc.fill_null(hits, False))
@@ -472,6 +472,17 @@ def _refuse_marker(spec: ColumnSpec, values: Any, out: np.ndarray) -> None:
             return
         holding = literal | np.asarray([not m and MISSING_STRING in v for v, m in zip(out, marked)])
     raise _marker_error(spec, holding)
+
+
+def _is_dictionary(pa_array: Any) -> bool:
+    import pyarrow as pa
+
+    return pa.types.is_dictionary(pa_array.type)
+
+
+def _decoded(pa_array: Any) -> Any:
+    """``pa_array`` as plain strings: Arrow's string kernels (``match_substring``) take no dictionary arrays."""
+    return pa_array.cast(pa_array.type.value_type) if _is_dictionary(pa_array) else pa_array
 
 
 def _marker_error(spec: ColumnSpec, holding: np.ndarray) -> ColumnTypeError:
@@ -541,10 +552,13 @@ def _arrow_texts(spec: ColumnSpec, pa_array: Any) -> np.ndarray:
 
     if hasattr(pa_array, "combine_chunks"):
         pa_array = pa_array.combine_chunks()
-    encoded = pa_array.dictionary_encode()  # nulls stay nulls, apart from the texts
+    # nulls stay nulls, apart from the texts; a dictionary column (polars Categorical, an Arrow table from a
+    # pandas category) is encoded already
+    encoded = pa_array if _is_dictionary(pa_array) else pa_array.dictionary_encode()
     listed = encoded.dictionary.to_pylist()
     if any(MISSING_STRING in w for w in listed):
-        raise _marker_error(spec, np.asarray(pc.fill_null(pc.match_substring(pa_array, MISSING_STRING), False)))
+        raise _marker_error(spec, np.asarray(pc.fill_null(pc.match_substring(_decoded(pa_array), MISSING_STRING),
+                                                          False)))
     words = np.asarray([*listed, MISSING_STRING], dtype=object)
     codes = encoded.indices.fill_null(len(listed)).to_numpy(zero_copy_only=False)
     return words[codes]
