@@ -612,3 +612,55 @@ def test_text_holding_the_marker_is_refused_before_a_split_makes_it_missing():
     with pytest.raises(ColumnTypeError, match="'addr': value at row 1 holds U\\+FFFF"):
         onegraph.score(model, rows)
     assert len(onegraph.score(model, rows.head(1))) == 1
+
+
+def _cylinder_models():
+    from sklearn.compose import make_column_transformer
+    from sklearn.ensemble import HistGradientBoostingRegressor
+    from sklearn.linear_model import Ridge
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder
+
+    def encoded(encoder):
+        return make_pipeline(make_column_transformer((encoder, ["cyl"]), remainder="passthrough"), Ridge())
+
+    return {
+        "one-hot": lambda: encoded(OneHotEncoder(handle_unknown="ignore")),
+        "ordinal": lambda: encoded(OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=-1)),
+        "hist-gradient-boosting": lambda: HistGradientBoostingRegressor(max_iter=30, random_state=0),
+    }
+
+
+@pytest.mark.parametrize("trained", ["int", "float"])
+@pytest.mark.parametrize("case", list(_cylinder_models()))
+def test_numeric_categories_are_one_category_whatever_their_number_type(case, trained, tmp_path):
+    """A new user's case: a category column of numbers was fed as the text str() gives each category, so the
+    cylinder counts as int categories ("4") and as float categories ("4.0", what pandas makes once the column
+    held a NaN) were different categories: every row scored as an unknown category, off by up to 9 mpg, with
+    no word; a CSV writing 8 for a model built on 8.0 likewise. scikit-learn compares the numbers. The
+    column's numbers are now fed as the text of the type it was built with, from any container."""
+    cars = pd.read_csv(DATA / "cars.csv").dropna(subset=["Miles_per_Gallon", "Horsepower"]).reset_index(drop=True)
+    counts = cars["Cylinders"].astype(int if trained == "int" else float)
+    x = pd.DataFrame({"cyl": counts.astype("category"), "hp": cars["Horsepower"]})
+    model = _cylinder_models()[case]().fit(x, cars["Miles_per_Gallon"])
+    expected = model.predict(x)
+    proto = onegraph.build(model, sample=x)
+    ints, floats = cars["Cylinders"].astype(int), cars["Cylinders"].astype(float)
+    csv = tmp_path / "rows.csv"
+    x.assign(cyl=ints).to_csv(csv, index=False)
+    containers = {
+        "int categories": x.assign(cyl=ints.astype("category")),
+        "float categories": x.assign(cyl=pd.Categorical(floats, categories=[3.0, 4.0, 5.0, 6.0, 8.0, 12.0])),
+        "int numbers": x.assign(cyl=ints),
+        "float numbers": x.assign(cyl=floats),
+        "records": x.assign(cyl=ints).to_dict("records"),
+        "polars": pl.from_pandas(x.assign(cyl=floats)),
+        "csv text": read_table(csv, specs=Session(proto).inputs),
+    }
+    for name, data in containers.items():
+        got = onegraph.score(proto, data)["prediction"].to_numpy()
+        np.testing.assert_allclose(got, expected, rtol=1e-9, atol=1e-9, err_msg=name)
+    unseen = x.head(3).assign(cyl=pd.Categorical([7.0, 4.5, None]))  # no such count: unknown / missing, as sklearn
+    np.testing.assert_allclose(onegraph.score(proto, unseen)["prediction"].to_numpy(),
+                               model.predict(x.head(3).assign(cyl=pd.Categorical([7.0, 4.5, None]))),
+                               rtol=1e-9, atol=1e-9)

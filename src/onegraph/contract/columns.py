@@ -68,6 +68,10 @@ class ColumnSpec(BaseModel):
     onnx_type: element type of the graph input: ``double``, ``float``, ``int64``, ``bool`` or ``string``.
     source_dtype: the dtype the column had when the model was built (informative).
     tz: IANA time zone of a tz-aware datetime column, else None.
+    numbers: for a ``category`` column whose categories are numbers, their type (``int`` / ``float``): the
+        column is fed as the text ``str()`` gives those numbers at build (``4`` / ``4.0``), whatever type the
+        values come as (int or float categories, numbers, text), so 4 and 4.0 are one category, as
+        scikit-learn's encoders compare them. None for other columns.
 
     Keys a newer onegraph may add are kept (``extra="allow"``); values are checked strictly ("3" is not a
     kind). Positional arguments follow the attribute order: ``ColumnSpec("age", "float", "double")``.
@@ -80,6 +84,7 @@ class ColumnSpec(BaseModel):
     onnx_type: Literal["double", "float", "int64", "bool", "string"]
     source_dtype: str = ""
     tz: str | None = None
+    numbers: Literal["int", "float"] | None = None
 
     def __init__(self, *args: Any, **fields: Any) -> None:
         # only what is given: a field left out stays unset, so the stored entry holds what was written
@@ -129,7 +134,20 @@ def spec_for(name: str, values: Any) -> ColumnSpec:
     dtype = values.dtype
     src = str(dtype)
     kind, onnx_type, tz = _classify(name, dtype, values)
+    numbers = _category_numbers(dtype)
+    if numbers is not None:
+        return ColumnSpec(name=str(name), kind=kind, onnx_type=onnx_type, source_dtype=src, tz=tz, numbers=numbers)
     return ColumnSpec(name=str(name), kind=kind, onnx_type=onnx_type, source_dtype=src, tz=tz)
+
+
+def _category_numbers(dtype: Any) -> str | None:
+    """``int`` / ``float`` for a pandas category dtype of numeric (not bool) categories, else None."""
+    if not isinstance(dtype, pd.CategoricalDtype):
+        return None
+    cats = dtype.categories.dtype
+    if pd.api.types.is_bool_dtype(cats) or not pd.api.types.is_numeric_dtype(cats):
+        return None
+    return "int" if pd.api.types.is_integer_dtype(cats) else "float"
 
 
 def _classify(name: str, dtype: Any, values: Any) -> tuple[str, str, str | None]:

@@ -39,6 +39,8 @@ def to_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
         missing integer), a number beyond float32's range for a ``float`` input, a missing value in a ``bool``
         column, a non-text value in a string column, an unparseable date.
     """
+    if spec.numbers is not None:
+        return _number_texts(spec, values)
     fast = _fast_feed(spec, values)
     if fast is not None:
         return fast
@@ -442,6 +444,44 @@ def _string_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
     out = _texts(spec, values)
     _refuse_marker(spec, values, out)
     return out
+
+
+def _number_texts(spec: ColumnSpec, values: Any) -> np.ndarray:
+    """A column of numeric categories (``spec.numbers``) as the text ``str()`` gave its categories at build:
+    ``"4"`` for int categories, ``"4.0"`` for float ones, from int or float categories, numbers or their text
+    (a CSV's ``8``), so 4 and 4.0 are one category as scikit-learn's encoders compare them. A value that is no
+    number is kept as its text (an unknown category); missing values are ``MISSING_STRING``."""
+    if isinstance(values, (pd.Series, pd.Index)):
+        values = values.array
+    if not hasattr(values, "dtype"):
+        values = _from_list(values)
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        distinct, codes = pd.Index(values.dtype.categories), np.asarray(values.codes)
+    else:
+        codes, distinct = pd.factorize(np.asarray(values, dtype=object) if getattr(values, "ndim", 1) == 1
+                                       else values, use_na_sentinel=True)
+        distinct = pd.Index(distinct)
+    texts = [_number_text(v, spec.numbers) for v in distinct]
+    for t in texts:
+        if MISSING_STRING in t:
+            raise _marker_error(spec, np.asarray([MISSING_STRING in texts[c] if c >= 0 else False for c in codes]))
+    return np.asarray([*texts, MISSING_STRING], dtype=object)[codes]  # code -1 (missing): the last entry
+
+
+def _number_text(value: Any, numbers: str) -> str:
+    """``str()`` of ``value`` as the ``numbers`` type (``int``: a whole number without ``.0``); text that
+    reads as a number likewise; anything else its own text."""
+    number = value
+    if isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            return value
+    if isinstance(number, (bool, np.bool_)) or not isinstance(number, (int, float, np.integer, np.floating)):
+        return str(value)
+    if numbers == "int" and float(number).is_integer() and abs(float(number)) < 2**63:
+        return str(int(number))
+    return str(float(number))
 
 
 def _refuse_marker(spec: ColumnSpec, values: Any, out: np.ndarray) -> None:
