@@ -385,3 +385,15 @@ def test_build_leaves_out_nested_columns_with_a_note(tmp_path, cli, penguins):
     assert cli("score", str(tmp_path / "m.onnx"), str(tmp_path / "rows.parquet"), "-o",
                str(tmp_path / "s.csv")).returncode == 0
     assert "tags" not in {i.name for i in onnx.load(tmp_path / "m.onnx").graph.input}
+
+
+def test_python_dash_m_onegraph_is_the_command_line(monkeypatch, capsys):
+    """A new user's case: `python -m onegraph` failed ("No module named onegraph.__main__"); only the script
+    and `python -m onegraph.cli` ran the command line."""
+    import runpy
+    import sys
+
+    monkeypatch.setattr(sys, "argv", ["onegraph", "--help"])
+    with pytest.raises(SystemExit) as done:
+        runpy.run_module("onegraph", run_name="__main__")
+    assert done.value.code in (0, None) and "Usage:" in capsys.readouterr().out

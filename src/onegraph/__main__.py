@@ -1,0 +1,5 @@
+"""``python -m onegraph``: the command line, as the ``onegraph`` script."""
+
+from onegraph.cli import main
+
+main()
