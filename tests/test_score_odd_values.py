@@ -664,3 +664,28 @@ def test_numeric_categories_are_one_category_whatever_their_number_type(case, tr
     np.testing.assert_allclose(onegraph.score(proto, unseen)["prediction"].to_numpy(),
                                model.predict(x.head(3).assign(cyl=pd.Categorical([7.0, 4.5, None]))),
                                rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("step", ["log", "box-cox"])
+def test_an_infinite_answer_from_finite_inputs_is_refused_naming_the_row(step):
+    """A new user's case: log(0) or Box-Cox(0) before a Ridge gave the prediction -inf (scikit-learn's Ridge
+    refuses the row: "Input X contains infinity"), which reads as a number. It is refused, naming the row
+    and its numbers; rows in the domain score as scikit-learn does."""
+    from sklearn.compose import make_column_transformer
+    from sklearn.linear_model import Ridge
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer, PowerTransformer
+
+    cars = pd.read_csv(DATA / "cars.csv").dropna(subset=["Miles_per_Gallon", "Horsepower"])
+    x = cars[["Horsepower", "Weight_in_lbs"]].astype(float)
+    shape = FunctionTransformer(np.log) if step == "log" else PowerTransformer(method="box-cox")
+    model = make_pipeline(make_column_transformer((shape, ["Horsepower"]), remainder="passthrough"), Ridge())
+    model.fit(x, cars["Miles_per_Gallon"])
+    proto = onegraph.build(model, sample=x)
+    rows = x.head(4).reset_index(drop=True)
+    np.testing.assert_allclose(onegraph.score(proto, rows)["prediction"], model.predict(rows), rtol=1e-9)
+    rows.loc[2, "Horsepower"] = 0.0
+    with pytest.raises(ValueError, match="infinity|strictly positive"):
+        model.predict(rows)  # scikit-learn refuses the row (Ridge, or Box-Cox itself)
+    with pytest.raises(DataError, match=r"row 2: the model's 'prediction' is infinite \(Horsepower=0, "):
+        onegraph.score(proto, rows)

@@ -222,7 +222,7 @@ class Session:
             if value.dtype.kind == "f" and not _all_finite(value):
                 finite = False
                 break
-        if not finite and self._float_inputs:
+        if not finite:
             self._raise_infinite(results, feeds)
         return results, finite
 
@@ -300,6 +300,26 @@ class Session:
                 raise ColumnTypeError(name, f"value {values[k]} at row {int(rows[k])} is infinite and the model "
                                       "gives no answer for it (scikit-learn refuses infinite values)",
                                       hint="replace infinite values with NaN (a missing value) or clip them")
+        self._raise_infinite_answer(results, feeds)
+
+    def _raise_infinite_answer(self, results: list[np.ndarray], feeds: dict[str, np.ndarray]) -> None:
+        """An answer of ±inf from finite inputs raises :class:`~onegraph.errors.DataError` naming the row and
+        its numbers: a step computed beyond its domain (``log`` of 0, Box-Cox of 0, an ``exp`` overflow), which
+        scikit-learn's next step refuses ("Input X contains infinity"); an infinite probability or prediction
+        would otherwise read as a number. (A NaN answer is the missing answer of a row a model cannot score.)"""
+        for i, _ in self._answers:
+            value = results[i]
+            if value.dtype.kind != "f":
+                continue
+            infinite = np.isinf(value).reshape(len(value), -1).any(axis=1)
+            if infinite.any():
+                row = int(np.flatnonzero(infinite)[0])
+                numbers = [f"{n}={feeds[n].reshape(-1)[row]:g}" for n in self._float_inputs[:6]]
+                raise DataError(f"row {row}: the model's {self._output_names[i]!r} is infinite "
+                                f"({', '.join(numbers) or 'no numeric input'}): a step of the pipeline computed "
+                                "beyond its domain (a log or Box-Cox of 0, an overflowing exp), which "
+                                "scikit-learn's predict refuses",
+                                hint="keep such rows within the values the pipeline was fitted on")
 
     def _empty_outputs(self) -> list[np.ndarray]:
         out = {}
