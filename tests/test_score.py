@@ -156,3 +156,13 @@ def test_cached_session_follows_the_file(fitted, tmp_path, penguins):
     assert "label" in first.columns and list(second.columns) == NUMERIC
     loaded = onnx.load(path)
     assert loaded.graph.output[0].name in ("bill_length_mm", "bill_length_mm.out")
+
+
+def test_one_row_given_as_a_series_keeps_its_label(penguins_onnx, penguins):
+    """A new user's case: score(model, df.loc[5]) (one row as a Series) answered with index [0]; the row's
+    label is its name, as df.loc[[5]] gives it."""
+    rows = penguins.drop(columns="species").set_index(pd.Index(range(100, 100 + len(penguins))))
+    one = onegraph.score(penguins_onnx, rows.loc[105])
+    framed = onegraph.score(penguins_onnx, rows.loc[[105]])
+    pd.testing.assert_frame_equal(one, framed)
+    assert list(one.index) == [105]

@@ -338,7 +338,7 @@ class Session:
         Text columns have dtype ``object``.
         """
         results, finite = self._checked(data)
-        return self.frame(results, finite, data.index if isinstance(data, pd.DataFrame) else None)
+        return self.frame(results, finite, _row_index(data))
 
     def frame(self, results: list[np.ndarray], finite: bool = False, index: Any = None) -> pd.DataFrame:
         """The output DataFrame of :meth:`score` from the model's outputs ``results`` (in output order, first axis
@@ -445,3 +445,13 @@ def _failure(exc: Exception, feeds: dict[str, np.ndarray], first_row: int = 0) -
                 except AttributeError:
                     continue
     return RuntimeFailure(f"onnxruntime failed: {str(exc).strip()[:500]}")
+
+
+def _row_index(data: Any) -> pd.Index | None:
+    """The index of the output frame: a DataFrame's own; for one row given as a Series (``df.loc[5]``), its
+    name as the row's label (``[5]``), as ``df.loc[[5]]`` would give; else None (a range)."""
+    if isinstance(data, pd.DataFrame):
+        return data.index
+    if isinstance(data, pd.Series) and data.name is not None:
+        return pd.Index([data.name])
+    return None
