@@ -14,6 +14,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import polars as pl
@@ -589,3 +591,50 @@ def test_text_holding_the_marker_is_refused_before_a_split_makes_it_missing():
     with pytest.raises(ColumnTypeError, match="'addr': value at row 1 holds U\\+FFFF"):
         onegraph.score(model, rows)
     assert len(onegraph.score(model, rows.head(1))) == 1
+
+
+#: text Python's int() / float() read as a number and pandas' parser (the float inputs') does not, text both
+#: read, and text neither reads
+NUMBER_TEXTS = ["1_000", "\uff12\uff10\uff10\uff18", "2008\u00a0", "\u00a02008", "\u0662\u0660\u0660\u0668",
+                "2008\u2003", "", "nan", " 2008 ", "+2008", "2008.0", "2.008e3", "\t2008\n", "0x7d8", "2,008"]
+
+
+def _text_containers(rows: pd.DataFrame, column: str, texts: list) -> dict:
+    """The five rows with ``column`` as text (``texts``) in every container scoring reads."""
+    records = rows.to_dict("records")
+    for record, text in zip(records, texts):
+        record[column] = text
+    table = pa.Table.from_pandas(rows.drop(columns=column), preserve_index=False)
+    table = table.append_column(column, pa.array(texts, pa.string()))
+    return {
+        "records": records,
+        "dict of lists": {**{c: rows[c].tolist() for c in rows.columns}, column: texts},
+        "object column": _with(rows, column, pd.Series(texts, dtype=object)),
+        "str column": _with(rows, column, pd.Series(texts, dtype="str")),
+        "string[pyarrow] column": _with(rows, column, pd.array(texts, dtype=pd.ArrowDtype(pa.string()))),
+        "category column": _with(rows, column, pd.Categorical(texts)),
+        "arrow table": table,
+        "polars": pl.from_arrow(table),
+    }
+
+
+@pytest.mark.parametrize("text", NUMBER_TEXTS, ids=repr)
+@pytest.mark.parametrize("column", ["year", "bill_length_mm"])
+def test_integer_and_float_inputs_read_number_text_by_one_rule(session, rows, column, text):
+    """Integer inputs read text by Python's int(): '1_000', fullwidth digits, a trailing non-breaking space were
+    numbers there while the float inputs refused them. Both read text as pandas' parser does (pd.to_numeric,
+    the oracle here) from every container, and refuse the rest naming the column and the row."""
+    parsed = pd.to_numeric(pd.Series([text], dtype=object), errors="coerce").iloc[0]
+    texts = [str(v) for v in rows[column]]
+    texts[1] = text
+    numbers = rows[column].tolist()
+    numbers[1] = parsed
+    for name, data in _text_containers(rows, column, texts).items():
+        if pd.isna(parsed):
+            with pytest.raises(ColumnTypeError, match=rf"'{column}': .*{re.escape(repr(text))} at row 1 is not a "
+                                                      "number") as info:
+                session.score(data)
+            assert info.value.column == column and "\n" not in str(info.value), name
+        else:
+            expected = session.score(_with(rows, column, pd.Series(numbers, dtype=rows[column].dtype)))
+            pd.testing.assert_frame_equal(session.score(data).reset_index(drop=True), expected, obj=f"{name} {text!r}")
