@@ -348,3 +348,25 @@ def test_function_transformer_refusals_name_what_can_be_exported(penguins):
         with pytest.raises(ExportError, match=said) as caught:
             onegraph.build(ft.fit(frame), None, frame)
         assert "np.log10" in str(caught.value) and "np.square" in str(caught.value)
+
+
+@pytest.mark.parametrize("pipeline", [False, True], ids=["bare estimator", "pipeline"])
+def test_an_estimator_fitted_on_columns_named_by_ints_builds_and_scores(penguins, pipeline):
+    """pd.DataFrame(array) names its columns 0, 1, ...: a bare estimator fitted on one failed build's parity
+    reference with "None of [Index(['0', '1', ...])] are in the [columns]". The graph's inputs are "0", "1", ...;
+    the frame itself, its columns as text, a dict of columns and records keyed by the ints all score as
+    scikit-learn predicts."""
+    rows = penguins.dropna()
+    x = pd.DataFrame(rows[["bill_length_mm", "bill_depth_mm", "flipper_length_mm", "body_mass_g", "year"]].to_numpy())
+    y = rows["species"].to_numpy()
+    estimator = LogisticRegression(max_iter=5000)
+    fitted = (make_pipeline(sklearn.preprocessing.StandardScaler(), estimator) if pipeline else estimator).fit(x, y)
+    model = onegraph.build(fitted, None, sample=x)
+    assert [i.name for i in model.graph.input] == ["0", "1", "2", "3", "4"]
+    expected = fitted.predict_proba(x)
+    for name, data in {"frame": x, "text names": x.rename(columns=str), "dict": x.to_dict("list"),
+                       "records": x.to_dict("records")}.items():
+        got = onegraph.score(model, data)
+        np.testing.assert_allclose(got.filter(like="probabilities_").to_numpy(float), expected, rtol=1e-9,
+                                   atol=1e-12, err_msg=name)
+        assert (got["label"].to_numpy() == fitted.predict(x)).all(), name

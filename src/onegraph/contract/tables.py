@@ -186,6 +186,17 @@ def _str_loc(columns: pd.Index, name: str) -> Any:
     return matches[0] if len(matches) == 1 else slice(None)
 
 
+def _str_key(data: Mapping, name: str) -> Any:
+    """The key of ``data`` whose ``str()`` is ``name`` (a dict or records keyed by ints, as ``pd.DataFrame(X)``
+    names its columns 0, 1, ...; the graph inputs are named "0", "1", ...)."""
+    matches = [k for k in data if not isinstance(k, str) and str(k) == name]
+    if not matches:
+        raise MissingColumnError(name, [str(c) for c in data])
+    if len(matches) > 1:
+        raise _repeated(name)
+    return matches[0]
+
+
 def _mapping_reader(data: Mapping) -> tuple[int, list[str], ColumnGetter]:
     lengths = {k: (1 if _is_scalar(v) else len(v)) for k, v in data.items()}
     n = max(lengths.values(), default=0)
@@ -199,7 +210,7 @@ def _mapping_reader(data: Mapping) -> tuple[int, list[str], ColumnGetter]:
         try:
             v = data[name]
         except KeyError:
-            raise MissingColumnError(name, [str(c) for c in data]) from None
+            v = data[_str_key(data, name)]
         if type(v).__module__.startswith("pyarrow") and hasattr(v, "type"):  # pa.Array / pa.ChunkedArray
             return _without_view(pd.arrays.ArrowExtensionArray(v))
         if _is_scalar(v):
