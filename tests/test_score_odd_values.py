@@ -26,7 +26,7 @@ from conftest import DATA
 import onegraph
 from onegraph.contract.columns import NA_INT64, ColumnSpec
 from onegraph.contract.feeds import to_feed
-from onegraph.errors import ColumnTypeError, DataError
+from onegraph.errors import ColumnTypeError, DataError, MissingColumnError
 from onegraph.io import read_table
 from onegraph.runtime import Session
 
@@ -638,3 +638,22 @@ def test_integer_and_float_inputs_read_number_text_by_one_rule(session, rows, co
         else:
             expected = session.score(_with(rows, column, pd.Series(numbers, dtype=rows[column].dtype)))
             pd.testing.assert_frame_equal(session.score(data).reset_index(drop=True), expected, obj=f"{name} {text!r}")
+
+
+def test_no_rows_in_any_container_score_as_no_rows(session, rows):
+    """onegraph.score(model, []) raised MissingColumnError naming every column, where an empty DataFrame of the
+    model's columns gives no rows: a table of no rows names no column it lacks. Every empty container gives the
+    empty DataFrame's result (its output columns and dtypes); a table of no rows that names other columns is
+    still refused."""
+    expected = session.score(rows.iloc[:0])
+    assert len(expected) == 0 and len(expected.columns) > 0
+    empty_arrow = pa.Table.from_pandas(rows.iloc[:0], preserve_index=False)
+    containers = {"no records": [], "empty tuple": (), "empty dict": {}, "DataFrame()": pd.DataFrame(),
+                  "empty dict of lists": {c: [] for c in rows.columns}, "pa.table({})": pa.table({}),
+                  "empty Arrow table": empty_arrow, "polars": pl.DataFrame(), "empty polars": pl.from_arrow(empty_arrow),
+                  "object columns": pd.DataFrame(columns=rows.columns)}
+    for name, data in containers.items():
+        got = session.score(data)
+        pd.testing.assert_frame_equal(got.reset_index(drop=True), expected.reset_index(drop=True), obj=name)
+    with pytest.raises(MissingColumnError, match="'island'"):
+        session.score(pd.DataFrame(columns=["other"]))

@@ -133,13 +133,17 @@ def _hint(spec: ColumnSpec) -> str:
 
 
 def _all_missing(values: Any) -> bool:
+    """Whether no value of ``values`` is present: all missing, or none at all (a column of no rows, whatever
+    its dtype: an empty table's, or no records)."""
     try:
-        return len(values) > 0 and bool(pd.isna(values).all())
+        return len(values) == 0 or bool(pd.isna(values).all())
     except (TypeError, ValueError):
         return False
 
 
 def _all_missing_feed(spec: ColumnSpec, n: int) -> np.ndarray:
+    if n == 0:
+        return np.empty(0, dtype=spec.numpy_dtype)
     if spec.kind == "string":
         return np.full(n, MISSING_STRING, dtype=object)
     if spec.onnx_type == "int64":

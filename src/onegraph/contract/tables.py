@@ -128,8 +128,22 @@ def _unconvertible(frame: Any, exc: Exception) -> DataError:
 def column_reader(data: Any) -> tuple[int, list[str], ColumnGetter]:
     """Number of rows, column names and a getter ``name -> values`` (a 1-D array-like) for ``data``.
 
-    The getter raises :class:`MissingColumnError` for an absent column.
+    The getter raises :class:`MissingColumnError` for an absent column. A table of no rows and no columns (an
+    empty list of records, ``{}``, ``pd.DataFrame()``, an empty Arrow table) names no column it lacks: every
+    column is read from it as no values, so it scores as no rows, as an empty DataFrame of the model's
+    columns does.
     """
+    n, names, get = _reader(data)
+    if n == 0 and len(names) == 0:
+        return 0, [], _no_values
+    return n, names, get
+
+
+def _no_values(name: str) -> np.ndarray:
+    return np.empty(0, dtype=object)
+
+
+def _reader(data: Any) -> tuple[int, list[str], ColumnGetter]:
     if isinstance(data, pd.DataFrame):
         return _pandas_reader(data)
     if isinstance(data, pd.Series):  # one row, as df.iloc[i] gives it: index = column names
