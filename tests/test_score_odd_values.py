@@ -657,3 +657,30 @@ def test_no_rows_in_any_container_score_as_no_rows(session, rows):
         pd.testing.assert_frame_equal(got.reset_index(drop=True), expected.reset_index(drop=True), obj=name)
     with pytest.raises(MissingColumnError, match="'island'"):
         session.score(pd.DataFrame(columns=["other"]))
+
+
+def test_build_says_which_csv_cells_pandas_words_made_missing_and_how_to_keep_them(cli, tmp_path):
+    """A class or category spelled NA (pandas' read_csv default na_values) became a missing value and its rows
+    were dropped from training without a word. Build now names each column and how many of its cells such words
+    made missing, and --keep-na-words keeps them as text: the class 'NA' is then one the model labels."""
+    raw = pd.read_csv(DATA / "penguins-raw.csv", keep_default_na=False, na_values=[""], dtype=str)
+    words = raw["Sex"].value_counts()
+    na_cells = int(raw["Sex"].isin(["NA", "N/A", "null", "nan", "NaN", "None", "NULL", "<NA>"]).sum())
+    assert na_cells == words.get("NA", 0) > 0
+    frame = pd.read_csv(DATA / "penguins-raw.csv")[["Sex", "Culmen Length (mm)", "Culmen Depth (mm)", "Island"]]
+    path = tmp_path / "penguins.csv"
+    frame.to_csv(path, index=False, na_rep="NA")
+    done = cli("build", str(path), "--target", "Sex", "-o", str(tmp_path / "sex.onnx"))
+    assert done.returncode == 0, done
+    assert (f"note: column 'Sex': {na_cells} cell(s) written 'NA' ({na_cells}) read as missing: their rows are left "
+            "out (no target)") in done.stderr and "--keep-na-words" in done.stderr
+    length = int((raw["Culmen Length (mm)"] == "NA").sum())
+    assert f"note: column 'Culmen Length (mm)': {length} cell(s) written 'NA' ({length}) read as missing: they are " \
+           "missing values" in done.stderr
+    assert "'Island'" not in done.stderr  # no such words there: no note
+    kept = cli("build", str(path), "--target", "Sex", "--keep-na-words", "-o", str(tmp_path / "kept.onnx"))
+    assert kept.returncode == 0, kept
+    assert "read as missing" not in kept.stderr
+    rows = read_table(path, keep_na_words=True).drop(columns="Sex")  # numbers beside NA words are text now
+    probabilities = onegraph.Session(tmp_path / "kept.onnx").run(rows.head(1))["probabilities"]
+    assert probabilities.shape[1] == words.size  # FEMALE, MALE, NA and the stray '.' of the raw data

@@ -31,6 +31,7 @@ def as_pandas(data: Any) -> pd.DataFrame:
         for a container that is not a table (a 2-D array has no column names), or ragged columns.
     """
     if isinstance(data, pd.DataFrame):
+        _refuse_multiindex(data)
         return _without_views(data)
     if isinstance(data, pd.Series):  # one row, as df.iloc[i] gives it
         return data.to_frame().T.infer_objects()
@@ -165,7 +166,18 @@ def _reader(data: Any) -> tuple[int, list[str], ColumnGetter]:
     raise _not_a_table(data)
 
 
+def _refuse_multiindex(df: pd.DataFrame) -> None:
+    """DataError for columns of several levels (``groupby().agg`` of several functions, ``pivot_table``): a
+    graph input is named by one label."""
+    if isinstance(df.columns, pd.MultiIndex):
+        first = df.columns[0] if len(df.columns) else ()
+        raise DataError(f"the columns are a MultiIndex of {df.columns.nlevels} levels (e.g. {first!r}); a graph "
+                        "input is named by one label", hint="flatten them, e.g. df.columns = ['_'.join(map(str, c)) "
+                        "for c in df.columns] (to build, fit the pipeline on that frame)")
+
+
 def _pandas_reader(df: pd.DataFrame) -> tuple[int, list[str], ColumnGetter]:
+    _refuse_multiindex(df)
     columns = df.columns
     get_array = getattr(df, "_get_column_array", None)  # avoids building a Series per column
 
