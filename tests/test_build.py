@@ -348,3 +348,51 @@ def test_function_transformer_refusals_name_what_can_be_exported(penguins):
         with pytest.raises(ExportError, match=said) as caught:
             onegraph.build(ft.fit(frame), None, frame)
         assert "np.log10" in str(caught.value) and "np.square" in str(caught.value)
+
+
+@pytest.mark.parametrize("pipeline", [False, True], ids=["bare estimator", "pipeline"])
+def test_an_estimator_fitted_on_columns_named_by_ints_builds_and_scores(penguins, pipeline):
+    """pd.DataFrame(array) names its columns 0, 1, ...: a bare estimator fitted on one failed build's parity
+    reference with "None of [Index(['0', '1', ...])] are in the [columns]". The graph's inputs are "0", "1", ...;
+    the frame itself, its columns as text, a dict of columns and records keyed by the ints all score as
+    scikit-learn predicts."""
+    rows = penguins.dropna()
+    x = pd.DataFrame(rows[["bill_length_mm", "bill_depth_mm", "flipper_length_mm", "body_mass_g", "year"]].to_numpy())
+    y = rows["species"].to_numpy()
+    estimator = LogisticRegression(max_iter=5000)
+    fitted = (make_pipeline(sklearn.preprocessing.StandardScaler(), estimator) if pipeline else estimator).fit(x, y)
+    model = onegraph.build(fitted, None, sample=x)
+    assert [i.name for i in model.graph.input] == ["0", "1", "2", "3", "4"]
+    expected = fitted.predict_proba(x)
+    for name, data in {"frame": x, "text names": x.rename(columns=str), "dict": x.to_dict("list"),
+                       "records": x.to_dict("records")}.items():
+        got = onegraph.score(model, data)
+        np.testing.assert_allclose(got.filter(like="probabilities_").to_numpy(float), expected, rtol=1e-9,
+                                   atol=1e-12, err_msg=name)
+        assert (got["label"].to_numpy() == fitted.predict(x)).all(), name
+
+
+def test_multiindex_columns_are_refused_in_one_line_saying_how_to_flatten(penguins):
+    """Columns of two levels (groupby().agg of several functions, pivot_table) became graph inputs named
+    "('bill', 'length')" at build, and scoring listed tuples as the columns given. Build, score and parity say
+    in one line that the columns are a MultiIndex and how to flatten them; the frame flattened so builds and
+    scores as scikit-learn predicts."""
+    from onegraph.errors import DataError
+
+    rows = penguins.dropna()
+    x = rows[["bill_length_mm", "bill_depth_mm"]].copy()
+    x.columns = pd.MultiIndex.from_tuples([("bill", "length"), ("bill", "depth")])
+    y = rows["species"]
+    fitted = LogisticRegression(max_iter=5000).fit(x.to_numpy(), y)
+    flat = x.copy()
+    flat.columns = ["_".join(map(str, c)) for c in flat.columns]
+    model = onegraph.build(fitted, None, sample=flat)
+    for what, call in {"build": lambda: onegraph.build(fitted, None, sample=x),
+                       "score": lambda: onegraph.score(model, x),
+                       "parity": lambda: onegraph.parity(fitted, None, x)}.items():
+        with pytest.raises(DataError, match=r"MultiIndex of 2 levels .*'_'\.join\(map\(str, c\)\)") as info:
+            call()
+        assert "\n" not in str(info.value), what
+    got = onegraph.score(model, flat)
+    np.testing.assert_allclose(got.filter(like="probabilities_").to_numpy(float), fitted.predict_proba(flat.to_numpy()),
+                               rtol=1e-9, atol=1e-12)

@@ -333,3 +333,43 @@ def test_a_wide_one_hot_is_probed_in_one_transform_not_one_per_column(monkeypatc
     got = onegraph.score(model, x)
     np.testing.assert_allclose(got[["probabilities_False", "probabilities_True"]].to_numpy(),
                                pipe.predict_proba(x), rtol=1e-12, atol=1e-15)
+
+
+def _typed_categories(frame: pd.DataFrame) -> pd.DataFrame:
+    """Penguins with category columns whose categories are not text: bools (missing where sex is), naive
+    and tz-aware datetimes, dates, timedeltas and intervals (pd.cut, at fractional bounds: an integer-bounded
+    interval category prints as (0, 15] but reaches scikit-learn as Interval(0.0, 15.0) when the column has a
+    missing value, which the graph's text cannot follow), as pandas users make them."""
+    stamps = pd.to_datetime(frame["year"].astype(str) + "-06-01")
+    return pd.DataFrame({
+        "bill_length_mm": frame["bill_length_mm"].fillna(frame["bill_length_mm"].mean()),
+        "male": pd.Categorical(frame["sex"].map({"male": True, "female": False})),
+        "season": pd.Categorical(stamps.where(frame["island"] != "Torgersen")),  # NaT a category's missing value
+        "season_utc": pd.Categorical(stamps.dt.tz_localize("UTC")),
+        "day": pd.Categorical(stamps.dt.date),
+        "age": pd.Categorical(pd.to_timedelta(frame["year"] - 2006, unit="D")),
+        "depth": pd.cut(frame["bill_depth_mm"], [0.0, 15.5, 17.5, 19.5, 30.0]),
+    }, index=frame.index)
+
+
+@pytest.mark.parametrize("encoder", ["OneHotEncoder", "OrdinalEncoder"])
+def test_category_columns_of_bools_dates_and_intervals_export_with_scikit_learn_encoders(penguins, encoder):
+    """A category column of bools was encoded as the text 'True' while scikit-learn encodes 1.0 (parity
+    failed); of datetimes / dates / timedeltas / intervals, build raised float()'s TypeError. The graph now
+    scores as scikit-learn's predict_proba, on rows with categories never seen in fit too."""
+    frame = _typed_categories(penguins)
+    y = penguins["species"]
+    fit_rows = penguins["year"] != 2009  # 2009's dates are never seen in fit
+    encode = (sklearn.preprocessing.OneHotEncoder(handle_unknown="ignore") if encoder == "OneHotEncoder" else
+              sklearn.preprocessing.OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=-1,
+                                                   encoded_missing_value=-2))
+    pipeline = make_pipeline(ColumnTransformer([("n", "passthrough", ["bill_length_mm"]),
+                                                ("c", encode, list(frame.columns[1:]))]),
+                             LogisticRegression(max_iter=2000)).fit(frame[fit_rows], y[fit_rows])
+    model = onegraph.build(pipeline, None, sample=frame[fit_rows])
+    got = onegraph.score(model, frame)
+    np.testing.assert_allclose(got.filter(like="probabilities_").to_numpy(float), pipeline.predict_proba(frame),
+                               rtol=1e-9, atol=1e-12)
+    assert (got["label"].to_numpy() == pipeline.predict(frame)).all()
+    male = onegraph.score(model, frame.assign(male=frame["male"].astype("boolean")))  # plain booleans score alike
+    pd.testing.assert_frame_equal(male, got)

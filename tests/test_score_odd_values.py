@@ -14,6 +14,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import polars as pl
@@ -24,7 +26,7 @@ from conftest import DATA
 import onegraph
 from onegraph.contract.columns import NA_INT64, ColumnSpec
 from onegraph.contract.feeds import to_feed
-from onegraph.errors import ColumnTypeError, DataError
+from onegraph.errors import ColumnTypeError, DataError, MissingColumnError
 from onegraph.io import read_table
 from onegraph.runtime import Session
 
@@ -689,3 +691,96 @@ def test_an_infinite_answer_from_finite_inputs_is_refused_naming_the_row(step):
         model.predict(rows)  # scikit-learn refuses the row (Ridge, or Box-Cox itself)
     with pytest.raises(DataError, match=r"row 2: the model's 'prediction' is infinite \(Horsepower=0, "):
         onegraph.score(proto, rows)
+
+
+#: text Python's int() / float() read as a number and pandas' parser (the float inputs') does not, text both
+#: read, and text neither reads
+NUMBER_TEXTS = ["1_000", "\uff12\uff10\uff10\uff18", "2008\u00a0", "\u00a02008", "\u0662\u0660\u0660\u0668",
+                "2008\u2003", "", "nan", " 2008 ", "+2008", "2008.0", "2.008e3", "\t2008\n", "0x7d8", "2,008"]
+
+
+def _text_containers(rows: pd.DataFrame, column: str, texts: list) -> dict:
+    """The five rows with ``column`` as text (``texts``) in every container scoring reads."""
+    records = rows.to_dict("records")
+    for record, text in zip(records, texts):
+        record[column] = text
+    table = pa.Table.from_pandas(rows.drop(columns=column), preserve_index=False)
+    table = table.append_column(column, pa.array(texts, pa.string()))
+    return {
+        "records": records,
+        "dict of lists": {**{c: rows[c].tolist() for c in rows.columns}, column: texts},
+        "object column": _with(rows, column, pd.Series(texts, dtype=object)),
+        "str column": _with(rows, column, pd.Series(texts, dtype="str")),
+        "string[pyarrow] column": _with(rows, column, pd.array(texts, dtype=pd.ArrowDtype(pa.string()))),
+        "category column": _with(rows, column, pd.Categorical(texts)),
+        "arrow table": table,
+        "polars": pl.from_arrow(table),
+    }
+
+
+@pytest.mark.parametrize("text", NUMBER_TEXTS, ids=repr)
+@pytest.mark.parametrize("column", ["year", "bill_length_mm"])
+def test_integer_and_float_inputs_read_number_text_by_one_rule(session, rows, column, text):
+    """Integer inputs read text by Python's int(): '1_000', fullwidth digits, a trailing non-breaking space were
+    numbers there while the float inputs refused them. Both read text as pandas' parser does (pd.to_numeric,
+    the oracle here) from every container, and refuse the rest naming the column and the row."""
+    parsed = pd.to_numeric(pd.Series([text], dtype=object), errors="coerce").iloc[0]
+    texts = [str(v) for v in rows[column]]
+    texts[1] = text
+    numbers = rows[column].tolist()
+    numbers[1] = parsed
+    for name, data in _text_containers(rows, column, texts).items():
+        if pd.isna(parsed):
+            with pytest.raises(ColumnTypeError, match=rf"'{column}': .*{re.escape(repr(text))} at row 1 is not a "
+                                                      "number") as info:
+                session.score(data)
+            assert info.value.column == column and "\n" not in str(info.value), name
+        else:
+            expected = session.score(_with(rows, column, pd.Series(numbers, dtype=rows[column].dtype)))
+            pd.testing.assert_frame_equal(session.score(data).reset_index(drop=True), expected, obj=f"{name} {text!r}")
+
+
+def test_no_rows_in_any_container_score_as_no_rows(session, rows):
+    """onegraph.score(model, []) raised MissingColumnError naming every column, where an empty DataFrame of the
+    model's columns gives no rows: a table of no rows names no column it lacks. Every empty container gives the
+    empty DataFrame's result (its output columns and dtypes); a table of no rows that names other columns is
+    still refused."""
+    expected = session.score(rows.iloc[:0])
+    assert len(expected) == 0 and len(expected.columns) > 0
+    empty_arrow = pa.Table.from_pandas(rows.iloc[:0], preserve_index=False)
+    containers = {"no records": [], "empty tuple": (), "empty dict": {}, "DataFrame()": pd.DataFrame(),
+                  "empty dict of lists": {c: [] for c in rows.columns}, "pa.table({})": pa.table({}),
+                  "empty Arrow table": empty_arrow, "polars": pl.DataFrame(), "empty polars": pl.from_arrow(empty_arrow),
+                  "object columns": pd.DataFrame(columns=rows.columns)}
+    for name, data in containers.items():
+        got = session.score(data)
+        pd.testing.assert_frame_equal(got.reset_index(drop=True), expected.reset_index(drop=True), obj=name)
+    with pytest.raises(MissingColumnError, match="'island'"):
+        session.score(pd.DataFrame(columns=["other"]))
+
+
+def test_build_says_which_csv_cells_pandas_words_made_missing_and_how_to_keep_them(cli, tmp_path):
+    """A class or category spelled NA (pandas' read_csv default na_values) became a missing value and its rows
+    were dropped from training without a word. Build now names each column and how many of its cells such words
+    made missing, and --keep-na-words keeps them as text: the class 'NA' is then one the model labels."""
+    raw = pd.read_csv(DATA / "penguins-raw.csv", keep_default_na=False, na_values=[""], dtype=str)
+    words = raw["Sex"].value_counts()
+    na_cells = int(raw["Sex"].isin(["NA", "N/A", "null", "nan", "NaN", "None", "NULL", "<NA>"]).sum())
+    assert na_cells == words.get("NA", 0) > 0
+    frame = pd.read_csv(DATA / "penguins-raw.csv")[["Sex", "Culmen Length (mm)", "Culmen Depth (mm)", "Island"]]
+    path = tmp_path / "penguins.csv"
+    frame.to_csv(path, index=False, na_rep="NA")
+    done = cli("build", str(path), "--target", "Sex", "-o", str(tmp_path / "sex.onnx"))
+    assert done.returncode == 0, done
+    assert (f"note: column 'Sex': {na_cells} cell(s) written 'NA' ({na_cells}) read as missing: their rows are left "
+            "out (no target)") in done.stderr and "--keep-na-words" in done.stderr
+    length = int((raw["Culmen Length (mm)"] == "NA").sum())
+    assert f"note: column 'Culmen Length (mm)': {length} cell(s) written 'NA' ({length}) read as missing: they are " \
+           "missing values" in done.stderr
+    assert "'Island'" not in done.stderr  # no such words there: no note
+    kept = cli("build", str(path), "--target", "Sex", "--keep-na-words", "-o", str(tmp_path / "kept.onnx"))
+    assert kept.returncode == 0, kept
+    assert "read as missing" not in kept.stderr
+    rows = read_table(path, keep_na_words=True).drop(columns="Sex")  # numbers beside NA words are text now
+    probabilities = onegraph.Session(tmp_path / "kept.onnx").run(rows.head(1))["probabilities"]
+    assert probabilities.shape[1] == words.size  # FEMALE, MALE, NA and the stray '.' of the raw data

@@ -32,7 +32,7 @@ import pandas as pd
 from onegraph.errors import DataError, OnegraphError
 
 __all__ = ["atomic_path", "check_output_path", "TABLE_SUFFIXES", "write_bytes", "save_model", "is_parquet_dataset",
-           "read_table", "read_text_columns", "write_table",
+           "read_table", "read_text_columns", "write_table", "na_words", "NA_WORDS",
            "remove_stale_temporaries", "STALE_AFTER", "table_format"]
 
 #: seconds since its last change before an unlocked temporary file counts as a dead writer's leftover
@@ -226,7 +226,7 @@ def is_parquet_dataset(path: str | os.PathLike) -> bool:
 
 
 def read_table(path: str | os.PathLike, *, dtypes: dict[str, str] | None = None,
-               specs: Sequence[Any] | None = None) -> pd.DataFrame:
+               specs: Sequence[Any] | None = None, keep_na_words: bool = False) -> pd.DataFrame:
     """Read a CSV or Parquet file (or a Parquet dataset folder, :func:`is_parquet_dataset`) into a DataFrame.
 
     ``specs`` (the model's input schema, :class:`~onegraph.contract.columns.ColumnSpec` list) or ``dtypes``
@@ -235,7 +235,9 @@ def read_table(path: str | os.PathLike, *, dtypes: dict[str, str] | None = None,
     (:func:`~onegraph.contract.feeds.parse_datetime_text`: a tz-aware column in its stored zone, whatever
     offsets the text has). Cells pandas reads as missing (empty, ``NA``, ``null``, ``N/A``, ``nan``...) are
     missing in every such column, as when ``build`` reads the CSV (:func:`read_text_columns` reads columns
-    exactly as written).
+    exactly as written); with ``keep_na_words`` only an empty cell is missing and the words pandas reads as
+    missing (:data:`NA_WORDS`: ``NA``, ``null``, ``nan``...) are text (a category or class ``NA``).
+    :func:`na_words` counts the cells holding them.
 
     Raises
     ------
@@ -263,7 +265,7 @@ def read_table(path: str | os.PathLike, *, dtypes: dict[str, str] | None = None,
         if suffix in _TEXT_TABLES:
             kinds = {s.name: s.kind for s in specs} if specs is not None else dict(dtypes or {})
             zones = {s.name: s.tz for s in specs or () if s.tz}
-            return _read_csv(p, kinds, zones, sep=_separator(p, suffix, compressed))
+            return _read_csv(p, kinds, zones, sep=_separator(p, suffix, compressed), keep_na_words=keep_na_words)
     except OnegraphError:
         raise
     except UnicodeDecodeError as exc:  # pandas reads CSV text as UTF-8; its message counts in a buffer
@@ -321,14 +323,16 @@ def _sniff_delimiter(p: Path) -> str | None:
         return None
 
 
-def _read_csv(p: Path, kinds: dict[str, str], zones: dict[str, str], sep: str) -> pd.DataFrame:
+def _read_csv(p: Path, kinds: dict[str, str], zones: dict[str, str], sep: str,
+              keep_na_words: bool = False) -> pd.DataFrame:
     from onegraph.contract.feeds import parse_datetime_text
 
     _refuse_repeated_names(p, sep)
     header = pd.read_csv(p, nrows=0, sep=sep).columns
     dtype = {c: "str" for c in header if kinds.get(str(c)) == "string"}
     parse = [c for c in header if kinds.get(str(c)) == "datetime"]
-    frame = pd.read_csv(p, sep=sep, dtype=dtype or None)
+    missing = {"keep_default_na": False, "na_values": [""]} if keep_na_words else {}
+    frame = pd.read_csv(p, sep=sep, dtype=dtype or None, **missing)
     if not isinstance(frame.index, pd.RangeIndex):
         # pandas takes the first field(s) of a row longer than the header as its index: every column shifted
         raise DataError(f"data file {p}: line 2 has {len(header) + frame.index.nlevels} fields but the header names "
@@ -340,6 +344,48 @@ def _read_csv(p: Path, kinds: dict[str, str], zones: dict[str, str], sep: str) -
     if frame.shape[1] == 0:
         raise DataError(f"data file {p} has no columns")
     return frame
+
+
+def _default_na_words() -> frozenset[str]:
+    try:
+        from pandas._libs.parsers import STR_NA_VALUES
+    except ImportError:  # pandas' list as of 2.x / 3.x
+        STR_NA_VALUES = {"#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
+                         "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"}
+    return frozenset(STR_NA_VALUES) - {""}
+
+
+#: the words (besides the empty cell) pandas' ``read_csv`` reads as missing by default (its ``na_values``)
+NA_WORDS = _default_na_words()
+
+
+def na_words(path: str | os.PathLike, columns: Sequence[str] | None = None) -> dict[str, dict[str, int]]:
+    """Per column of a CSV (``columns``, default all), the cells holding one of :data:`NA_WORDS` (``NA``,
+    ``N/A``, ``null``, ``nan``, ``None``...), which :func:`read_table` reads as missing unless
+    ``keep_na_words``: ``{column: {word: cells}}`` for the columns holding any (empty cells, missing however
+    read, are not counted). ``{}`` for a Parquet file, whose missing values are stored as such.
+
+    Raises
+    ------
+    DataError
+        as :func:`read_table`.
+    """
+    p = Path(path)
+    suffix, compressed = _data_format(p)
+    if suffix not in _TEXT_TABLES or p.is_dir():
+        return {}
+    sep = _separator(p, suffix, compressed)
+    try:
+        raw = pd.read_csv(p, sep=sep, dtype=str, keep_default_na=False, na_values=[""],
+                          usecols=list(columns) if columns is not None else None)
+    except Exception as exc:  # as read_table, which has already read the file
+        raise DataError(f"cannot read data file {p}: {exc}", hint="check that it is a valid CSV file") from None
+    found: dict[str, dict[str, int]] = {}
+    for c in raw.columns:
+        counts = raw[c][raw[c].isin(NA_WORDS)].value_counts()
+        if len(counts):
+            found[str(c)] = {str(w): int(n) for w, n in counts.items()}
+    return found
 
 
 def read_text_columns(path: str | os.PathLike, columns: Sequence[str], read: pd.DataFrame | None = None

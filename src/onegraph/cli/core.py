@@ -65,6 +65,19 @@ def quickstart(
         raise typer.Exit(1)
 
 
+def _note_na_words(data: Path, target: str) -> None:
+    """A note per CSV column holding words pandas reads as missing (``NA``, ``null``, ``nan``...): how many
+    cells became missing values, and for the target that their rows are left out (a class spelled ``NA``)."""
+    from onegraph.io import na_words
+
+    for column, words in na_words(data).items():
+        cells = sum(words.values())
+        written = ", ".join(f"{w!r} ({n})" for w, n in words.items())
+        effect = "their rows are left out (no target)" if column == target else "they are missing values"
+        err.print(f"note: column {column!r}: {cells} cell(s) written {written} read as missing: {effect}; to keep "
+                  "such words as text (a category or class 'NA'), pass --keep-na-words", markup=False)
+
+
 def _best_time(fn, seconds: float = 0.3) -> float:
     fn()
     best = float("inf")
@@ -94,6 +107,9 @@ def build(
     task: Annotated[str, typer.Option(help="classification, regression or auto (from the target).")] = "auto",
     test_size: Annotated[float, typer.Option(help="Fraction of rows held out to check the model.")] = 0.2,
     seed: Annotated[int, typer.Option(help="Random seed for the split and the model.")] = 0,
+    keep_na_words: Annotated[bool, typer.Option(
+        "--keep-na-words", help="Read the cells NA, N/A, null, nan, None... of a CSV as text (a category or class "
+        "'NA'), not as missing values; only empty cells are missing.")] = False,
 ) -> None:
     """Fit preprocessing (chosen per column type) and a model on DATA, build one ONNX model, check it."""
     from sklearn.model_selection import train_test_split
@@ -108,10 +124,12 @@ def build(
         raise OnegraphError(f"--test-size {test_size} is not a fraction", hint="give a number between 0 and 1, e.g. 0.2")
     if seed < 0:
         raise OnegraphError(f"--seed {seed} is negative", hint="give a seed between 0 and 2**32 - 1")
-    frame = read_table(data)
+    frame = read_table(data, keep_na_words=keep_na_words)
     if target not in frame.columns:
         raise OnegraphError(f"target column {target!r} is not in {data}",
                             hint=f"columns: {', '.join(map(str, frame.columns))}")
+    if not keep_na_words:
+        _note_na_words(data, target)
     frame = frame[frame[target].notna()]
     if len(frame) < 10:
         raise OnegraphError(f"{data} has {len(frame)} rows with a target value; at least 10 are needed")

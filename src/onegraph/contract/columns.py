@@ -11,6 +11,7 @@ float32, float16, Float32, Arrow float / half          float        float       
 int8 ... int64, uint8 ... uint64, Int*, UInt*, Arrow   int          int64       INT64_MIN
 bool (numpy; cannot hold a missing value)              bool         bool        (none: refused)
 boolean (nullable), Arrow bool, polars Boolean         bool         double      NaN (True 1.0, False 0.0)
+category of True / False (as scikit-learn reads it)    bool         double      NaN
 object / str / string[python|pyarrow] / category       string       string      ``MISSING_STRING``
 datetime64[any unit], naive or tz-aware, Arrow ts      datetime     int64       INT64_MIN (pandas' NaT)
 timedelta64, Arrow duration                            timedelta    int64       INT64_MIN
@@ -151,6 +152,11 @@ def _category_numbers(dtype: Any) -> str | None:
 
 
 def _classify(name: str, dtype: Any, values: Any) -> tuple[str, str, str | None]:
+    if isinstance(dtype, pd.CategoricalDtype) and len(dtype.categories) and pd.api.types.infer_dtype(
+            dtype.categories, skipna=True) == "boolean":
+        # scikit-learn reads a category column of True / False as the numbers 1.0 / 0.0 (NaN missing), as it
+        # reads a nullable boolean column: the same graph input, which takes bools, 0/1 and true/false text
+        return "bool", "double", None
     if isinstance(dtype, pd.CategoricalDtype) or is_string_dtype(dtype):
         return "string", "string", None
     if isinstance(dtype, pd.DatetimeTZDtype):

@@ -8,6 +8,7 @@ error naming the column, the row and what to give instead. the single-row scorin
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -134,13 +135,17 @@ def _hint(spec: ColumnSpec) -> str:
 
 
 def _all_missing(values: Any) -> bool:
+    """Whether no value of ``values`` is present: all missing, or none at all (a column of no rows, whatever
+    its dtype: an empty table's, or no records)."""
     try:
-        return len(values) > 0 and bool(pd.isna(values).all())
+        return len(values) == 0 or bool(pd.isna(values).all())
     except (TypeError, ValueError):
         return False
 
 
 def _all_missing_feed(spec: ColumnSpec, n: int) -> np.ndarray:
+    if n == 0:
+        return np.empty(0, dtype=spec.numpy_dtype)
     if spec.kind == "string":
         return np.full(n, MISSING_STRING, dtype=object)
     if spec.onnx_type == "int64":
@@ -193,12 +198,8 @@ def _doubles(spec: ColumnSpec, values: Any) -> np.ndarray:
     if is_string_dtype(values.dtype) or isinstance(values.dtype, pd.CategoricalDtype):
         # numbers written as text (JSON, a CSV column with one stray value) are read if they all parse
         text = np.asarray(values, dtype=object)
-        parsed = pd.to_numeric(pd.Series(text, copy=False), errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-        bad = np.isnan(parsed) & ~np.asarray(pd.isna(text), dtype=bool)
-        if bad.any():
-            row = int(np.flatnonzero(bad)[0])
-            raise ColumnTypeError(spec.name, f"text in a numeric column: {text[row]!r} at row {row} is not a number",
-                                  hint=_hint(spec))
+        parsed = _parsed_texts(text)
+        _refuse_unparsed(spec, text, np.isnan(parsed) & ~np.asarray(pd.isna(text), dtype=bool))
         return parsed
     if pd.api.types.is_datetime64_any_dtype(values.dtype) or pd.api.types.is_timedelta64_dtype(values.dtype):
         raise ColumnTypeError(spec.name, f"{values.dtype} values in a numeric column", hint=_hint(spec))
@@ -206,21 +207,79 @@ def _doubles(spec: ColumnSpec, values: Any) -> np.ndarray:
 
 
 def _object_to_float(spec: ColumnSpec, values: np.ndarray) -> np.ndarray:
+    """Object values (numbers of any Python / numpy type, number text, bools; missing as None / NaN / pd.NA)
+    as float64. Text is read by :func:`_parsed_texts`'s rules whatever holds it (an object column, a list,
+    records), as in a string column."""
     try:
-        return pd.to_numeric(pd.Series(values, copy=False), errors="raise").to_numpy(dtype=np.float64, na_value=np.nan)
-    except (ValueError, TypeError, OverflowError):
-        for row, v in enumerate(values):
-            if _is_missing_scalar(v):
-                continue
-            try:
-                float(v)
-            except OverflowError:
-                raise ColumnTypeError(spec.name, f"value {_short(v)} at row {row} is beyond the double range",
-                                      hint=_hint(spec)) from None
-            except (TypeError, ValueError):
-                raise ColumnTypeError(spec.name, f"value {_short(v)} at row {row} is not a number",
-                                      hint=_hint(spec)) from None
-        raise
+        out = pd.to_numeric(pd.Series(values, copy=False), errors="raise").to_numpy(dtype=np.float64, na_value=np.nan)
+    except (ValueError, TypeError, OverflowError) as exc:
+        out, error = None, exc
+    if out is not None:
+        # pandas reads the text '' as NaN where errors="raise" (not where "coerce"): refused, as in a string column
+        _refuse_unparsed(spec, values, np.isnan(out) & ~np.asarray(pd.isna(values), dtype=bool))
+        return out
+    text = _text_rows(values)
+    _refuse_unparsed(spec, values, _unparsed_mask(values, text))
+    for row, v in enumerate(values):
+        if _is_missing_scalar(v) or isinstance(v, str):
+            continue
+        try:
+            float(v)
+        except OverflowError:
+            raise ColumnTypeError(spec.name, f"value {_short(v)} at row {row} is beyond the double range",
+                                  hint=_hint(spec)) from None
+        except (TypeError, ValueError):
+            raise ColumnTypeError(spec.name, f"value {_short(v)} at row {row} is not a number",
+                                  hint=_hint(spec)) from None
+    raise error  # to_feed names the column
+
+
+def _parsed_texts(text: np.ndarray) -> np.ndarray:
+    """Number text (an object array of ``str``, missing values allowed) as float64, by pandas' parser
+    (``pd.to_numeric``): ASCII digits, an optional sign, decimal point and exponent, ``inf`` / ``infinity``,
+    surrounding ASCII whitespace. NaN where the text is missing or not a number, which includes text Python's
+    ``float()`` / ``int()`` would take: ``''``, ``'nan'``, ``'1_000'``, digits of other scripts (fullwidth
+    ``'１２'``, Arabic-Indic), a non-breaking or other Unicode space. Every numeric input (float or integer,
+    from any container) reads text by these rules."""
+    return pd.to_numeric(pd.Series(text, dtype=object, copy=False), errors="coerce").to_numpy(
+        dtype=np.float64, na_value=np.nan)
+
+
+def _text_rows(values: np.ndarray) -> np.ndarray:
+    """Rows of an object array holding ``str``."""
+    return np.flatnonzero(np.fromiter((isinstance(v, str) for v in values), dtype=bool, count=len(values)))
+
+
+def _unparsed_mask(values: np.ndarray, text_rows: np.ndarray) -> np.ndarray:
+    """Rows of ``values`` (object) whose text (at ``text_rows``) is not a number by :func:`_parsed_texts`."""
+    bad = np.zeros(len(values), dtype=bool)
+    if text_rows.size:
+        bad[text_rows] = np.isnan(_parsed_texts(values[text_rows]))
+    return bad
+
+
+def _refuse_unparsed(spec: ColumnSpec, values: Any, bad: np.ndarray) -> None:
+    """ColumnTypeError naming the first row of ``bad`` (text that is not a number), with what to give."""
+    if not bad.any():
+        return
+    row = int(np.flatnonzero(bad)[0])
+    v = values[row]
+    why = _why_not_a_number(v)
+    raise ColumnTypeError(spec.name, f"text in a numeric column: {_short(v)} at row {row} is not a number{why}",
+                          hint=_hint(spec))
+
+
+def _why_not_a_number(text: Any) -> str:
+    """Why number-like ``text`` is refused, when it looks like a number to Python (its ``float()``)."""
+    if not isinstance(text, str):
+        return ""
+    if text == "" or text.isspace():
+        return " (an empty text is not a missing value: give None / NaN)"
+    if not text.isascii():
+        return " (numbers are ASCII digits: no other scripts' digits, no non-ASCII spaces)"
+    if "_" in text:
+        return " (no digit separators such as '_')"
+    return ""
 
 
 def _is_missing_scalar(v: Any) -> bool:
@@ -336,7 +395,9 @@ def _float_to_int(spec: ColumnSpec, values: np.ndarray) -> np.ndarray:
 
 def _object_to_int(spec: ColumnSpec, values: np.ndarray) -> np.ndarray:
     """Object values (Python / numpy ints of any size, whole floats, numbers as text, bools; missing as None /
-    NaN / pd.NA) -> int64, exactly: pandas' vectorized parse where it is exact, else value by value."""
+    NaN / pd.NA) -> int64, exactly: pandas' vectorized parse where it is exact, else value by value. Text is
+    read by the float inputs' rules (:func:`_parsed_texts`), whole numbers of ASCII digits exactly however long:
+    ``'1_000'``, ``'１２'``, ``'12\xa0'`` (which Python's ``int()`` takes) and ``''`` are refused naming the row."""
     missing = np.asarray(pd.isna(values), dtype=bool)
     rows = np.flatnonzero(~missing)
     out = np.full(len(values), NA_INT64, dtype=np.int64)
@@ -348,34 +409,42 @@ def _object_to_int(spec: ColumnSpec, values: np.ndarray) -> np.ndarray:
     # every int is exact in int64 / uint64; in float64 below 2**53: then whole and in range is all to check
     exact = parsed is not None and (parsed.dtype.kind in "iub" or (
         parsed.dtype == np.float64 and not np.any(np.abs(parsed) >= 2.0**53)))
+    if exact and parsed.dtype.kind == "f" and np.isnan(parsed).any():
+        exact = False  # the text '' (pandas reads it as NaN): refused below, naming its row
     if exact:
         try:
             out[rows] = _checked_ints(spec, parsed) if parsed.dtype.kind in "iub" else _float_to_int(spec, parsed)
             return out
         except ColumnTypeError:
             pass  # found again below, with its row in the column
-    for k, v in zip(rows.tolist(), present):
-        n = _exact_int(spec, v, k)
+    text = _text_rows(present)
+    numbers = dict(zip(text.tolist(), _parsed_texts(present[text]).tolist())) if text.size else {}
+    for i, (k, v) in enumerate(zip(rows.tolist(), present)):
+        n = _exact_int(spec, v, k, numbers.get(i))
         if not -2**63 < n < 2**63:
             raise _int_out_of_range(spec, v, k)
         out[k] = n
     return out
 
 
-def _exact_int(spec: ColumnSpec, v: Any, row: int) -> int:
-    """One present value as a Python int, exactly, or ColumnTypeError naming ``row``."""
+#: integer text as pandas' parser reads it: ASCII digits, an optional sign, ASCII whitespace around
+_INT_TEXT = re.compile(r"[ \t\n\r\v\f]*([+-]?[0-9]+)[ \t\n\r\v\f]*")
+
+
+def _exact_int(spec: ColumnSpec, v: Any, row: int, parsed: float | None = None) -> int:
+    """One present value as a Python int, exactly, or ColumnTypeError naming ``row``. For text, ``parsed`` is
+    :func:`_parsed_texts`'s reading of it (NaN: not a number); whole numbers of ASCII digits are read exactly."""
     if isinstance(v, (bool, np.bool_, int, np.integer)):
         return int(v)
     number = v
     if isinstance(v, str):
-        try:
-            return int(v.strip())
-        except ValueError:
-            pass
-        try:
-            number = float(v)
-        except ValueError:
-            raise ColumnTypeError(spec.name, f"value {_short(v)} at row {row} is not a number", hint=_hint(spec)) from None
+        plain = _INT_TEXT.fullmatch(v)
+        if plain is not None:
+            return int(plain.group(1))
+        number = _parsed_texts(np.array([v], dtype=object))[0] if parsed is None else parsed
+        if np.isnan(number):
+            raise ColumnTypeError(spec.name, f"value {_short(v)} at row {row} is not a number{_why_not_a_number(v)}",
+                                  hint=_hint(spec))
     try:
         whole = number == int(number)
     except (TypeError, ValueError, OverflowError):  # not a number; inf; NaN was missing

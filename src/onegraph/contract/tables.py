@@ -31,6 +31,7 @@ def as_pandas(data: Any) -> pd.DataFrame:
         for a container that is not a table (a 2-D array has no column names), or ragged columns.
     """
     if isinstance(data, pd.DataFrame):
+        _refuse_multiindex(data)
         return _without_views(data)
     if isinstance(data, pd.Series):  # one row, as df.iloc[i] gives it
         return data.to_frame().T.infer_objects()
@@ -128,8 +129,22 @@ def _unconvertible(frame: Any, exc: Exception) -> DataError:
 def column_reader(data: Any) -> tuple[int, list[str], ColumnGetter]:
     """Number of rows, column names and a getter ``name -> values`` (a 1-D array-like) for ``data``.
 
-    The getter raises :class:`MissingColumnError` for an absent column.
+    The getter raises :class:`MissingColumnError` for an absent column. A table of no rows and no columns (an
+    empty list of records, ``{}``, ``pd.DataFrame()``, an empty Arrow table) names no column it lacks: every
+    column is read from it as no values, so it scores as no rows, as an empty DataFrame of the model's
+    columns does.
     """
+    n, names, get = _reader(data)
+    if n == 0 and len(names) == 0:
+        return 0, [], _no_values
+    return n, names, get
+
+
+def _no_values(name: str) -> np.ndarray:
+    return np.empty(0, dtype=object)
+
+
+def _reader(data: Any) -> tuple[int, list[str], ColumnGetter]:
     if isinstance(data, pd.DataFrame):
         return _pandas_reader(data)
     if isinstance(data, pd.Series):  # one row, as df.iloc[i] gives it: index = column names
@@ -151,7 +166,18 @@ def column_reader(data: Any) -> tuple[int, list[str], ColumnGetter]:
     raise _not_a_table(data)
 
 
+def _refuse_multiindex(df: pd.DataFrame) -> None:
+    """DataError for columns of several levels (``groupby().agg`` of several functions, ``pivot_table``): a
+    graph input is named by one label."""
+    if isinstance(df.columns, pd.MultiIndex):
+        first = df.columns[0] if len(df.columns) else ()
+        raise DataError(f"the columns are a MultiIndex of {df.columns.nlevels} levels (e.g. {first!r}); a graph "
+                        "input is named by one label", hint="flatten them, e.g. df.columns = ['_'.join(map(str, c)) "
+                        "for c in df.columns] (to build, fit the pipeline on that frame)")
+
+
 def _pandas_reader(df: pd.DataFrame) -> tuple[int, list[str], ColumnGetter]:
+    _refuse_multiindex(df)
     columns = df.columns
     get_array = getattr(df, "_get_column_array", None)  # avoids building a Series per column
 
@@ -186,6 +212,17 @@ def _str_loc(columns: pd.Index, name: str) -> Any:
     return matches[0] if len(matches) == 1 else slice(None)
 
 
+def _str_key(data: Mapping, name: str) -> Any:
+    """The key of ``data`` whose ``str()`` is ``name`` (a dict or records keyed by ints, as ``pd.DataFrame(X)``
+    names its columns 0, 1, ...; the graph inputs are named "0", "1", ...)."""
+    matches = [k for k in data if not isinstance(k, str) and str(k) == name]
+    if not matches:
+        raise MissingColumnError(name, [str(c) for c in data])
+    if len(matches) > 1:
+        raise _repeated(name)
+    return matches[0]
+
+
 def _mapping_reader(data: Mapping) -> tuple[int, list[str], ColumnGetter]:
     lengths = {k: (1 if _is_scalar(v) else len(v)) for k, v in data.items()}
     n = max(lengths.values(), default=0)
@@ -199,7 +236,7 @@ def _mapping_reader(data: Mapping) -> tuple[int, list[str], ColumnGetter]:
         try:
             v = data[name]
         except KeyError:
-            raise MissingColumnError(name, [str(c) for c in data]) from None
+            v = data[_str_key(data, name)]
         if type(v).__module__.startswith("pyarrow") and hasattr(v, "type"):  # pa.Array / pa.ChunkedArray
             return _without_view(pd.arrays.ArrowExtensionArray(v))
         if _is_scalar(v):

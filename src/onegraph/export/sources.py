@@ -201,7 +201,7 @@ def _expected(pipeline: Any, model: Any, frame: pd.DataFrame) -> dict[Any, Any]:
     if pipeline is not None:
         x = pipeline.transform(frame)
     elif model is not None:
-        x = frame[input_columns(None, model, frame)]
+        x = frame[[column_key(frame, n) for n in input_columns(None, model, frame)]]  # columns named 0, 1...
     if model is None:
         return {i: as_graph_values(f"column {i}", c) for i, c in enumerate(_columns(x))}
     from sklearn.base import is_classifier

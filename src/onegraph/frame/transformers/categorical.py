@@ -106,12 +106,24 @@ class OrdinalEncoder(SklearnBacked):
 
 # -- probing the fitted encoder -------------------------------------------------------------------
 def _is_missing(v: Any) -> bool:
-    return v is None or (isinstance(v, (float, np.floating)) and np.isnan(v))
+    return v is None or v is pd.NaT or (isinstance(v, (float, np.floating)) and np.isnan(v)) or (
+        isinstance(v, (np.datetime64, np.timedelta64)) and np.isnat(v))
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating, np.bool_))
 
 
 def _unknown_value(cats: np.ndarray) -> Any:
-    if cats.dtype == object and any(isinstance(c, str) for c in cats):
+    """A value of the categories' type that no category is (the unknown row of :func:`probes`)."""
+    if cats.dtype == object and any(not _is_missing(c) and not _is_number(c) for c in cats):
+        # text, or the values of a pandas category column of other types (Interval, Period, Timestamp, date),
+        # which the graph reads as their text (:func:`encoder_keys`)
         return "\uffff\uffffunknown"
+    if cats.dtype.kind in "Mm":  # a category column of naive datetimes / timedeltas: one tick past the last
+        present = cats[~np.isnat(cats)]
+        step = np.timedelta64(1, np.datetime_data(cats.dtype)[0])
+        return present.max() + step if present.size else np.zeros(1, dtype=cats.dtype)[0] + step
     if cats.dtype.kind in "iu":  # integer categories: an integer no category is (exact, however large)
         known = {int(c) for c in cats}
         return next(v for v in (max(known) + 1, min(known) - 1, 0) if v not in known and -2**63 < v < 2**63)
@@ -146,7 +158,7 @@ def probes(est: Any) -> list[tuple[Any, Any]]:
     refuses = est.handle_unknown == "error"
     values = [list(c) + ([] if refuses else [_unknown_value(c)]) for c in cats]
     # integer categories probe as int64: ids beyond 2**53 would merge through float64
-    dtype = object if any(c.dtype == object for c in cats) else (
+    dtype = object if any(c.dtype == object or c.dtype.kind in "Mm" for c in cats) else (
         np.int64 if all(c.dtype.kind in "iu" for c in cats) else np.float64)
     encoder = copy.copy(est)  # the caller's encoder is left as it is
     encoder._sklearn_output_config = {"transform": "default"}  # arrays, whatever set_output asked
@@ -204,10 +216,23 @@ def encoder_keys(col: Col, cats: np.ndarray) -> tuple[str, np.ndarray]:
     whose categories are integers (exact beyond 2**53; a missing category as INT64_MIN, the column's missing
     value); else doubles (NaN included)."""
     if col.kind == "string":
-        return "string", np.asarray([MISSING_STRING if _is_missing(c) else str(c) for c in cats], dtype=object)
+        return "string", np.asarray([MISSING_STRING if _is_missing(c) else category_text(c) for c in cats],
+                                    dtype=object)
     if col.dtype == INT64 and all(_is_missing(c) or _is_integer(c) for c in cats):
         return "int64", np.asarray([INT64_MIN if _is_missing(c) else int(c) for c in cats], dtype=np.int64)
     return "double", np.asarray([np.nan if _is_missing(c) else float(c) for c in cats], dtype=np.float64)
+
+
+def category_text(c: Any) -> str:
+    """A category as the graph's text input holds it: ``str`` of the value, as the feed of a pandas category
+    column writes its categories (:func:`onegraph.contract.feeds.to_feed`); scikit-learn keeps a category
+    column of naive datetimes / timedeltas as ``datetime64`` / ``timedelta64``, which print as pandas'
+    ``Timestamp`` / ``Timedelta`` do in that feed."""
+    if isinstance(c, np.datetime64):
+        return str(pd.Timestamp(c))
+    if isinstance(c, np.timedelta64):
+        return str(pd.Timedelta(c))
+    return str(c)
 
 
 def _is_integer(c: Any) -> bool:
