@@ -261,3 +261,31 @@ def test_the_python_api_refuses_a_table_suffix_for_a_model(penguins, tmp_path):
         onegraph.build(None, model, x, path=tmp_path / "m.onnx.csv")
     assert refused.value.hint.endswith("e.g. m.onnx")
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("form", ["csv", "gzip", "quoted newline"])
+def test_a_data_line_cut_short_is_refused_naming_it(cli, tmp_path, form):
+    """A new user's case: `onegraph score` of a CSV with a line cut short (fewer fields than the header)
+    scored it, pandas filling the missing fields with missing values, exit 0 (a longer line it refuses). The
+    line is refused, naming it; a line whose last field is empty (a missing value) still reads."""
+    import gzip
+
+    import pandas as pd
+
+    from onegraph.errors import DataError
+
+    sep = ","
+    weather = (Path(__file__).parent / "data" / "seattle-weather.csv").read_text().splitlines()[:4]
+    lines = [line.replace(",", sep) for line in weather]
+    if form == "quoted newline":
+        lines.insert(1, sep.join(['"2011/12/31"', '"0.0\n"', "1", "2", "3", '"sun"']))
+    lines.append(sep.join(lines[-1].split(sep)[:3]))  # cut after temp_max
+    text = "\n".join(lines) + "\n"
+    path = tmp_path / ("rows.csv.gz" if form == "gzip" else "rows.csv")
+    path.write_bytes(gzip.compress(text.encode()) if form == "gzip" else text.encode())
+    with pytest.raises(DataError, match=rf"line {len(lines) + (1 if form == 'quoted newline' else 0)} has 3 fields "
+                                        "but the header names 6 columns|has 3 fields but the header names 6"):
+        io.read_table(path)
+    complete = tmp_path / "complete.csv"
+    complete.write_text("\n".join(weather[:3] + [sep.join(weather[3].split(",")[:5]) + sep]) + "\n")
+    assert io.read_table(complete).iloc[-1].isna().sum() == 1 == pd.read_csv(complete, sep=sep).iloc[-1].isna().sum()

@@ -27,6 +27,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from onegraph.errors import DataError, OnegraphError
@@ -339,12 +340,44 @@ def _read_csv(p: Path, kinds: dict[str, str], zones: dict[str, str], sep: str,
                         f"{len(header)} columns, so every value would be read one column to the left",
                         hint="remove the extra field (a separator at the end of each line?) or name every column "
                              "in the header")
-    for c in parse:
-        frame[c] = parse_datetime_text(str(c), frame[c], zones.get(str(c)))
     if frame.shape[1] == 0:
         raise DataError(f"data file {p} has no columns")
+    if frame.iloc[:, -1].isna().any():  # a line cut short reads as missing values in its last fields
+        _refuse_short_lines(p, sep, len(header))
+    for c in parse:
+        frame[c] = parse_datetime_text(str(c), frame[c], zones.get(str(c)))
     return frame
 
+
+def _refuse_short_lines(p: Path, sep: str, width: int) -> None:
+    """Refuse a data line with fewer fields than the header: pandas fills the fields it lacks with missing
+    values and says nothing (a longer line it refuses). Arrow's CSV reader reports such a row, with its line."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    found: list = []
+
+    def invalid(row: Any) -> str:
+        if row.actual_columns < row.expected_columns and not found:
+            found.append(row)
+        return "skip"
+
+    for quoted_newlines in (False, True):  # line numbers are known only without newlines inside values
+        try:
+            with pa.input_stream(str(p), compression="detect") as stream:
+                pacsv.read_csv(stream, read_options=pacsv.ReadOptions(block_size=1 << 24, use_threads=False),
+                               parse_options=pacsv.ParseOptions(delimiter=sep, invalid_row_handler=invalid,
+                                                                newlines_in_values=quoted_newlines))
+            break
+        except pa.ArrowInvalid:
+            found.clear()
+    if found:
+        row = found[0]
+        line = f"line {row.number}" if row.number is not None else "a line"
+        raise DataError(f"data file {p}: {line} has {row.actual_columns} fields but the header names "
+                        f"{row.expected_columns} columns, so its last values would be read as missing "
+                        f"({row.text[:60]!r})",
+                        hint="complete the line (an empty field between separators is a missing value)")
 
 def _default_na_words() -> frozenset[str]:
     try:
