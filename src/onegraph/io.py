@@ -27,7 +27,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from onegraph.errors import DataError, OnegraphError
