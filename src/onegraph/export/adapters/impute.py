@@ -8,7 +8,8 @@ Follows ``sklearn.impute`` (scikit-learn 1.9):
   divided by the count of common features, times ``n_features``, ``sqrt``); per column, a missing value takes
   the (``weights="distance"``: ``1 / d``-weighted) mean of the ``n_neighbors`` nearest fitted rows that hold
   the column (NaN distances last, weight 0), or the column's mean where no distance is defined
-  (``_calc_impute``);
+  (``_calc_impute``); a missing value whose donors tie at the ``n_neighbors``-th distance with different
+  values is refused (scikit-learn's ``np.argpartition`` picks among them arbitrarily);
 * ``IterativeImputer.transform``: ``initial_imputer_`` (a ``SimpleImputer``), then each of
   ``imputation_sequence_`` in order: the estimator's prediction from the other features, clipped to
   ``[_min_value, _max_value]``, replaces the missing values of its feature (``_impute_one_feature``).
@@ -131,13 +132,44 @@ def emit_knn_imputer(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]:
         col_mean = float(np.mean(fit_x[~mask_fit[:, c], c]))
         mean = g.op("Where", g.op("Equal", total, f64(g, 0.0, "zero"), dtype=BOOL), f64(g, col_mean, "col_mean"), mean,
                     dtype=DOUBLE)
-        out.append(g.op("Where", column(g, mx, c, BOOL), mean, xc, dtype=DOUBLE))
+        missing = column(g, mx, c, BOOL)
+        if len(donors) > k:
+            _flag_tied_donors(g, est, cols[c].name, ranked, dist, fit_x[donors, c], k, missing)
+        out.append(g.op("Where", missing, mean, xc, dtype=DOUBLE))
     y = g.op("Concat", *out, axis=1, dtype=DOUBLE) if len(out) > 1 else out[0]
     names = [cols[c].name for c in range(len(cols)) if est._valid_mask[c]]
     result = g.block(y, names, "float", DOUBLE)
     if est.add_indicator:
         result += _indicator(g, est, x, cols, as_double=True)
     return result
+
+
+def _flag_tied_donors(g: GraphBuilder, est: Any, name: str, ranked: ir.Value, dist: ir.Value, donor_values: np.ndarray,
+                      k: int, missing: ir.Value) -> None:
+    """Refuse (``out_of_range`` on ``name``) a missing value whose ``k``-th nearest donor is as near as a donor
+    left out, when the donors at that distance hold different values: scikit-learn picks among them with
+    ``np.argpartition``, whose choice among equal distances no graph reproduces, so the imputed value would
+    depend on it. ``ranked``: ``[N, D]`` distances to the donors (NaN as inf); ``dist``: their ``k`` smallest."""
+    kth = g.op("Slice", dist, i64(g, [k - 1], "start"), i64(g, [k], "stop"), i64(g, [1], "axes"), dtype=DOUBLE)
+    at_kth = g.op("Equal", ranked, kth, dtype=BOOL)  # [N, D]: the donors as near as the k-th
+    axes = i64(g, [1], "axes")
+    count = g.op("ReduceSum", g.op("Cast", at_kth, to=INT64, dtype=INT64), axes, keepdims=1, dtype=INT64)
+    nearer = g.op("ReduceSum", g.op("Cast", g.op("Less", ranked, kth, dtype=BOOL), to=INT64, dtype=INT64), axes,
+                  keepdims=1, dtype=INT64)
+    left_out = g.op("Greater", g.op("Add", nearer, count, dtype=INT64), i64(g, k, "k_i"), dtype=BOOL)
+    values = g.const(donor_values.reshape(1, -1), "donor_values")
+    low = g.op("ReduceMin", g.op("Where", at_kth, values, f64(g, np.inf, "inf"), dtype=DOUBLE), axes, keepdims=1,
+               dtype=DOUBLE)
+    high = g.op("ReduceMax", g.op("Where", at_kth, values, f64(g, -np.inf, "minus_inf"), dtype=DOUBLE), axes,
+                keepdims=1, dtype=DOUBLE)
+    finite = g.op("Not", g.op("IsInf", kth, dtype=BOOL), dtype=BOOL)
+    ambiguous = g.op("And", g.op("And", left_out, g.op("Less", low, high, dtype=BOOL), dtype=BOOL), finite, dtype=BOOL)
+    flagged = g.op("And", g.op("Reshape", ambiguous, i64(g, [-1], "flat"), dtype=BOOL),
+                   g.op("Reshape", missing, i64(g, [-1], "flat"), dtype=BOOL), dtype=BOOL)
+    g.flag(flagged, "out_of_range", name,
+           covers=f"missing values whose {k} nearest donors are not tied with another donor of a different value",
+           hint="scikit-learn's choice among donors at equal distances is arbitrary (np.argpartition); give the row "
+                "more of its values, or impute with another n_neighbors or a SimpleImputer")
 
 
 #: the experimental class, without enabling it for the user (``sklearn.experimental.enable_iterative_imputer``)
