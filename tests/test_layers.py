@@ -26,7 +26,8 @@ FLOORS = {
     "verify": 6, "frame": 6, "passes": 6, "stats": 6, "federated": 6,
     "convert": 7, "export": 7,
     "spark": 8, "media": 8, "serve": 8,
-    "cli": 9, "__main__": 9,  # python -m onegraph: the command line
+    "cli": 9,
+    "__main__": 10,  # python -m onegraph: runs the command line
     "campaign": 10,
 }
 
