@@ -784,3 +784,15 @@ def test_build_says_which_csv_cells_pandas_words_made_missing_and_how_to_keep_th
     rows = read_table(path, keep_na_words=True).drop(columns="Sex")  # numbers beside NA words are text now
     probabilities = onegraph.Session(tmp_path / "kept.onnx").run(rows.head(1))["probabilities"]
     assert probabilities.shape[1] == words.size  # FEMALE, MALE, NA and the stray '.' of the raw data
+
+
+def test_a_polars_object_column_is_refused_naming_it(session, rows):
+    """A new user's case: a polars Object column (pl.DataFrame({"t": series.dt.date.values}) makes one) reached
+    Arrow as its objects' pointers, fixed_size_binary[8], and failed with "cannot convert fixed_size_binary[8]
+    values"; it is refused naming the column and how to type it."""
+    import datetime
+
+    frame = pl.from_pandas(rows).with_columns(
+        pl.Series("island", [datetime.date(2020, 1, i + 1) for i in range(len(rows))], dtype=pl.Object))
+    with pytest.raises(DataError, match=r"column 'island' is a polars Object column .* cast it"):
+        session.score(frame)

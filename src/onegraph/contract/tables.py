@@ -104,6 +104,12 @@ def _arrow_table(data: Any) -> Any:
     if type(data).__module__.startswith("polars"):
         if hasattr(data, "collect") and not hasattr(data, "to_arrow"):
             data = data.collect()
+        objects = [n for n, t in data.schema.items() if str(t) == "Object"]
+        if objects:  # Python objects: to_arrow gives their pointers as fixed_size_binary[8], not their values
+            raise DataError(f"column {objects[0]!r} is a polars Object column (Python objects), which has no Arrow "
+                            "type, so onegraph cannot read its values",
+                            hint="cast it to a typed column first: pl.Series(values, dtype=pl.Date) for dates, "
+                                 "pl.Utf8 for text, pl.Float64 for numbers")
         try:
             return data.to_arrow()
         except (pa.ArrowException, NotImplementedError) as exc:  # types Arrow has no equivalent for (Int128)
