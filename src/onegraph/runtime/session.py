@@ -187,14 +187,18 @@ class Session:
         return feeds
 
     # -- running ----------------------------------------------------------------------------------
-    def run(self, data: Any) -> dict[str, np.ndarray]:
-        """Outputs for ``data`` as arrays keyed by output name (rows refused by a check raise)."""
-        return dict(zip(self._output_names, self._results(data)))
+    def run(self, data: Any, *, unsettled: bool = False) -> dict[str, np.ndarray]:
+        """Outputs for ``data`` as arrays keyed by output name (rows refused by a check raise).
+
+        ``unsettled``: rows flagged by a check marked ``unsettled`` (a value scikit-learn itself decides
+        arbitrarily: KNNImputer's tied donors) do not raise; their flags are in the outputs (build's parity
+        check leaves those rows out of the comparison)."""
+        return dict(zip(self._output_names, self._checked(data, unsettled=unsettled)[0]))
 
     def _results(self, data: Any) -> list[np.ndarray]:
         return self._checked(data)[0]
 
-    def _checked(self, data: Any) -> tuple[list[np.ndarray], bool]:
+    def _checked(self, data: Any, unsettled: bool = False) -> tuple[list[np.ndarray], bool]:
         """The outputs for ``data`` (rows refused by a check or unanswered for ±inf raise), and whether every
         answer is finite (then no label needs marking missing)."""
         n, feeds = self.feeds(data)
@@ -215,7 +219,7 @@ class Session:
         if self.sequence is None:
             self._check_rows(results, n)
         if self._checks:
-            self._raise_checks(results, data)
+            self._raise_checks(results, data, unsettled)
         finite = True
         for i in self._answer_indices:
             value = results[i]
@@ -258,8 +262,10 @@ class Session:
         except Exception as exc:  # onnxruntime's own exception types
             raise _failure(exc, feeds, first_row) from None
 
-    def _raise_checks(self, results: list[np.ndarray], data: Any) -> None:
+    def _raise_checks(self, results: list[np.ndarray], data: Any, unsettled: bool = False) -> None:
         for i, out in self._checks:
+            if unsettled and out.get("unsettled"):
+                continue
             flags = np.asarray(results[i]).reshape(-1)
             if flags.any():
                 rows = np.flatnonzero(flags).tolist()

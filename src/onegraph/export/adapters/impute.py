@@ -166,7 +166,7 @@ def _flag_tied_donors(g: GraphBuilder, est: Any, name: str, ranked: ir.Value, di
     ambiguous = g.op("And", g.op("And", left_out, g.op("Less", low, high, dtype=BOOL), dtype=BOOL), finite, dtype=BOOL)
     flagged = g.op("And", g.op("Reshape", ambiguous, i64(g, [-1], "flat"), dtype=BOOL),
                    g.op("Reshape", missing, i64(g, [-1], "flat"), dtype=BOOL), dtype=BOOL)
-    g.flag(flagged, "out_of_range", name,
+    g.flag(flagged, "out_of_range", name, unsettled=True,
            covers=f"missing values whose {k} nearest donors are not tied with another donor of a different value",
            hint="scikit-learn's choice among donors at equal distances is arbitrary (np.argpartition); give the row "
                 "more of its values, or impute with another n_neighbors or a SimpleImputer")
