@@ -796,3 +796,12 @@ def test_a_polars_object_column_is_refused_naming_it(session, rows):
         pl.Series("island", [datetime.date(2020, 1, i + 1) for i in range(len(rows))], dtype=pl.Object))
     with pytest.raises(DataError, match=r"column 'island' is a polars Object column .* cast it"):
         session.score(frame)
+
+
+def test_numeric_category_text_reads_by_the_numeric_inputs_rule():
+    """Number text given to a numeric category column is read as numeric inputs read text (pandas' parser):
+    '8' and ' 4 ' are the counts 8 and 4; fullwidth digits and '1_0', which Python's float() would take, are
+    their own text (an unknown category), as they are refused by a number column."""
+    spec = ColumnSpec("cyl", "string", "string", numbers="int")
+    got = to_feed(spec, np.array(["8", " 4 ", "8.0", "\uff14", "1_0", None, 4.0], dtype=object))
+    assert got.tolist() == ["8", "4", "8", "\uff14", "1_0", "\uffff", "4"]

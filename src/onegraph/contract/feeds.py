@@ -531,23 +531,22 @@ def _number_texts(spec: ColumnSpec, values: Any) -> np.ndarray:
                                        else values, use_na_sentinel=True)
         distinct = pd.Index(distinct)
     texts = [_number_text(v, spec.numbers) for v in distinct]
+    is_text = np.fromiter((isinstance(v, str) for v in distinct), dtype=bool, count=len(distinct))
+    if is_text.any():  # number text by the numeric inputs' rule (pandas' parser), not Python's float()
+        words = np.asarray(distinct, dtype=object)[is_text]
+        for i, word, number in zip(np.flatnonzero(is_text), words, _parsed_texts(words)):
+            texts[i] = word if np.isnan(number) else _number_text(float(number), spec.numbers)
     for t in texts:
         if MISSING_STRING in t:
             raise _marker_error(spec, np.asarray([MISSING_STRING in texts[c] if c >= 0 else False for c in codes]))
     return np.asarray([*texts, MISSING_STRING], dtype=object)[codes]  # code -1 (missing): the last entry
 
 
-def _number_text(value: Any, numbers: str) -> str:
-    """``str()`` of ``value`` as the ``numbers`` type (``int``: a whole number without ``.0``); text that
-    reads as a number likewise; anything else its own text."""
-    number = value
-    if isinstance(value, str):
-        try:
-            number = float(value.strip())
-        except ValueError:
-            return value
+def _number_text(number: Any, numbers: str) -> str:
+    """``str()`` of a number as the ``numbers`` type (``int``: a whole number without ``.0``); anything else
+    (text, a bool) its own text."""
     if isinstance(number, (bool, np.bool_)) or not isinstance(number, (int, float, np.integer, np.floating)):
-        return str(value)
+        return str(number)
     if numbers == "int" and float(number).is_integer() and abs(float(number)) < 2**63:
         return str(int(number))
     return str(float(number))
