@@ -40,7 +40,16 @@ from onegraph.emit import DOUBLE, GraphBuilder
 from onegraph.errors import ExportError
 from onegraph.export.adapters.choose import emit_model
 from onegraph.export.adapters.models import ModelOutputs, label_from_index, register_model, searched
-from onegraph.export.adapters.ops import argmax_index, broadcast_rows, euclidean, f64, flat, kernel, normalize_rows
+from onegraph.export.adapters.ops import (
+    argmax_index,
+    broadcast_rows,
+    euclidean,
+    f64,
+    flat,
+    kernel,
+    normalize_rows,
+    side_by_side,
+)
 
 __all__ = ["emit_dummy_classifier", "emit_dummy_regressor", "emit_kernel_ridge", "emit_pls",
            "emit_label_propagation", "emit_transformed_target", "emit_ransac", "emit_search",
@@ -146,15 +155,11 @@ def emit_search(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
 
 @register_model(skmo.MultiOutputRegressor)
 def emit_multioutput_regressor(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
-    axis1 = g.const(np.array([1], np.int64), "axis1")
     parts = []
     for i, est in enumerate(model.estimators_):
         with g.scope(f"estimators_.{i}", est):
-            pred = flat(g, emit_model(est, g, x).values["prediction"])
-        parts.append(g.op("Unsqueeze", pred, axis1, dtype=DOUBLE))
-    y = g.op("Concat", *parts, axis=1, dtype=DOUBLE)
-    y.shape = ir.Shape(["N", len(parts)])
-    return ModelOutputs.regressor(flat(g, y) if len(parts) == 1 else y)
+            parts.append(flat(g, emit_model(est, g, x).values["prediction"]))
+    return ModelOutputs.regressor(parts[0] if len(parts) == 1 else side_by_side(g, parts))
 
 
 @register_model(skmo.MultiOutputClassifier)

@@ -36,7 +36,16 @@ from onegraph.export.adapters.models import (
     label_from_index,
     register_model,
 )
-from onegraph.export.adapters.ops import argmax_index, column, euclidean, f64, flat, i64
+from onegraph.export.adapters.ops import (
+    argmax_index,
+    broadcast_rows,
+    column,
+    euclidean,
+    f64,
+    flat,
+    i64,
+    side_by_side,
+)
 
 __all__ = ["emit_one_vs_one", "emit_one_vs_rest", "emit_output_code"]
 
@@ -56,23 +65,13 @@ def _binary_score(est: Any, g: GraphBuilder, x: ir.Value, path: str) -> tuple[ir
 
 
 def _constant(g: GraphBuilder, x: ir.Value, value: float) -> ir.Value:
-    """``value`` on every row of ``x``: ``[N]`` double."""
-    zero = g.op("ReduceSum", g.op("Mul", x, f64(g, 0.0, "zero"), dtype=DOUBLE), i64(g, [1], "axes"), keepdims=0,
-                dtype=DOUBLE)
-    return g.op("Add", zero, f64(g, value, "constant"), dtype=DOUBLE)
+    """``value`` on every row of ``x``: ``[N]`` double (whatever ``x`` holds, NaN included)."""
+    return flat(g, broadcast_rows(g, x, np.array([value], np.float64)))
 
 
 def _binary_threshold(est: Any) -> float:
     """``_threshold_for_binary_predict``."""
     return 0.0 if hasattr(est, "decision_function") and is_classifier(est) else 0.5
-
-
-def _stack(g: GraphBuilder, scores: list[ir.Value]) -> ir.Value:
-    """``[N]`` scores side by side: ``[N, len(scores)]``."""
-    axis1 = i64(g, [1], "axis1")
-    out = g.op("Concat", *[g.op("Unsqueeze", s, axis1, dtype=DOUBLE) for s in scores], axis=1, dtype=DOUBLE)
-    out.shape = ir.Shape(["N", len(scores)])
-    return out
 
 
 def _above(g: GraphBuilder, score: ir.Value, threshold: float) -> ir.Value:
@@ -100,7 +99,7 @@ def emit_one_vs_rest(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
     if len(members) == 1:
         index = _above(g, members[0][0], _binary_threshold(model.estimators_[0]))
     else:
-        index = argmax_index(g, _stack(g, [score for score, _ in members]))
+        index = argmax_index(g, side_by_side(g, [score for score, _ in members]))
     label = label_from_index(g, classes, index)
     if not hasattr(model.estimators_[0], "predict_proba"):
         return ModelOutputs.label_only(label, classes)
@@ -108,7 +107,7 @@ def emit_one_vs_rest(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
          for i, (est, (_, outs)) in enumerate(zip(model.estimators_, members))]
     if len(p) == 1:
         p = [g.op("Sub", f64(g, 1.0, "one"), p[0], dtype=DOUBLE), p[0]]
-    y = _stack(g, p)
+    y = side_by_side(g, p)
     total = g.op("ReduceSum", y, i64(g, [1], "axes"), keepdims=1, dtype=DOUBLE)
     keep = g.op("Equal", total, f64(g, 0.0, "zero"), dtype=BOOL)  # np.divide(..., where=row_sums != 0)
     proba = g.op("Where", keep, y, g.op("Div", y, total, dtype=DOUBLE), dtype=DOUBLE)
@@ -122,7 +121,7 @@ def emit_one_vs_one(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
         raise ExportError("OneVsOneClassifier over a precomputed kernel cannot be exported",
                           hint="use a kernel the member computes from the features")
     n = len(model.classes_)
-    zeros = g.op("Mul", _constant(g, x, 0.0), f64(g, 0.0, "zero"), dtype=DOUBLE)
+    zeros = _constant(g, x, 0.0)
     votes = [zeros] * n
     confidence = [zeros] * n
     k = 0
@@ -139,11 +138,11 @@ def emit_one_vs_one(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
             votes[i] = g.op("Add", votes[i], to_i, dtype=DOUBLE)
             votes[j] = g.op("Add", votes[j], to_j, dtype=DOUBLE)
             k += 1
-    s = _stack(g, confidence)
+    s = side_by_side(g, confidence)
     scaled = g.op("Div", s, g.op("Mul", f64(g, 3.0, "three"), g.op("Add", g.op("Abs", s, dtype=DOUBLE),
                                                                    f64(g, 1.0, "one"), dtype=DOUBLE),
                                  dtype=DOUBLE), dtype=DOUBLE)
-    y = g.op("Add", _stack(g, votes), scaled, dtype=DOUBLE)
+    y = g.op("Add", side_by_side(g, votes), scaled, dtype=DOUBLE)
     if n == 2:
         index = _above(g, flat(g, column(g, y, 1)), _binary_threshold(model.estimators_[0]))
     else:
@@ -154,6 +153,6 @@ def emit_one_vs_one(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
 @register_model(skm.OutputCodeClassifier)
 def emit_output_code(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
     scores = [_binary_score(est, g, x, f"estimators_.{i}")[0] for i, est in enumerate(model.estimators_)]
-    d = euclidean(g, _stack(g, scores), np.asarray(model.code_book_, np.float64), squared=True)
+    d = euclidean(g, side_by_side(g, scores), np.asarray(model.code_book_, np.float64), squared=True)
     index = g.op("ArgMin", d, axis=1, keepdims=0, select_last_index=0, dtype=INT64)
     return ModelOutputs.label_only(label_from_index(g, model.classes_, index), model.classes_)

@@ -44,6 +44,7 @@ __all__ = [
     "one_hot_labels",
     "pad_columns",
     "positive_index",
+    "side_by_side",
     "softmax",
     "sq_direct",
     "sq_norms",
@@ -304,6 +305,14 @@ def logsumexp(g: GraphBuilder, a: ir.Value) -> ir.Value:
     s = g.op("Where", g.op("Equal", s, f64(g, 0.0, "zero"), dtype=BOOL), s, g.op("Div", s, m, dtype=DOUBLE),
              dtype=DOUBLE)
     out = g.op("Add", g.op("Add", log1p(g, s), g.op("Log", m, dtype=DOUBLE), dtype=DOUBLE), top, dtype=DOUBLE)
+    return out
+
+
+def side_by_side(g: GraphBuilder, values: list[ir.Value]) -> ir.Value:
+    """``[N]`` double values as the columns of ``[N, len(values)]``."""
+    axis1 = i64(g, [1], "axis1")
+    out = g.op("Concat", *[g.op("Unsqueeze", v, axis1, dtype=DOUBLE) for v in values], axis=1, dtype=DOUBLE)
+    out.shape = ir.Shape(["N", len(values)])
     return out
 
 
