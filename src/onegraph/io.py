@@ -378,6 +378,7 @@ def _refuse_short_lines(p: Path, sep: str, width: int) -> None:
                         f"({row.text[:60]!r})",
                         hint="complete the line (an empty field between separators is a missing value)")
 
+
 def _default_na_words() -> frozenset[str]:
     try:
         from pandas._libs.parsers import STR_NA_VALUES

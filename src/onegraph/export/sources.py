@@ -102,6 +102,7 @@ def wrapper_inside(obj: Any) -> Any:
             delattr(wrapped, seen)
     return Pipeline([*inner.steps[:-1], (name, wrapped)])
 
+
 def is_predictor(obj: Any) -> bool:
     """A classifier, regressor or outlier detector (scikit-learn's estimator types of a pipeline's last step)."""
     return is_classifier(obj) or is_regressor(obj) or is_outlier_detector(obj)
@@ -127,19 +128,18 @@ def input_columns(preprocessing: Any, model: Any, frame: pd.DataFrame) -> list[s
     names = [str(n) for n in names]
     present = {str(c) for c in frame.columns}
     if type(first).__module__.split(".")[0] == "lightgbm":
-        names = _lightgbm_names(names, frame)
+        names = _lightgbm_names(names, frame, present)
     for n in names:
         if n not in present:
             raise MissingColumnError(n, sorted(present))
     return _once(names, frame)
 
 
-def _lightgbm_names(names: list[str], frame: pd.DataFrame) -> list[str]:
+def _lightgbm_names(names: list[str], frame: pd.DataFrame, present: set[str]) -> list[str]:
     """LightGBM's feature names as the table's own: LightGBM stores a column fitted as ``"bill length"`` as
     ``"bill_length"`` (each space an underscore, in its C++ ``Dataset``) and says so in ``feature_names_in_``,
     while its ``predict`` takes the table as it was. A name absent from ``frame`` is the one column it
-    renames to that name."""
-    present = {str(c) for c in frame.columns}
+    renames to that name (``present``: the frame's column names as text)."""
     renamed: dict[str, list[str]] = {}
     for c in map(str, frame.columns):
         renamed.setdefault(c.replace(" ", "_"), []).append(c)

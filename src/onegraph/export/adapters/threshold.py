@@ -59,9 +59,10 @@ def emit_threshold_classifier(model: Any, g: GraphBuilder, x: ir.Value) -> Model
     neg = 0 if pos_label is None else int(np.flatnonzero(classes != pos_label)[0])
     method = _response_method(model, est)
     with g.scope("estimator_", est):
-        inner = emit_model(est, g, x)
+        # the estimator's own outputs only where they are used: its probabilities (the score, or an output)
+        inner = emit_model(est, g, x).values if hasattr(est, "predict_proba") else {}
         if method == "predict_proba":
-            score = column(g, inner.values["probabilities"], pos)
+            score = column(g, inner["probabilities"], pos)
         else:
             score = emit_decision(est, g, x)
             if pos == 0:  # scikit-learn's _process_decision_function: the score of classes_[0] is -decision
@@ -73,6 +74,6 @@ def emit_threshold_classifier(model: Any, g: GraphBuilder, x: ir.Value) -> Model
     else:
         threshold = float(model.threshold)
     label = label_from_index(g, classes, threshold_index(g, score, threshold, pos, neg))
-    if "probabilities" in inner.values:
-        return ModelOutputs.classifier(label, inner.values["probabilities"], classes)
+    if "probabilities" in inner:
+        return ModelOutputs.classifier(label, inner["probabilities"], classes)
     return ModelOutputs.label_only(label, classes)
