@@ -361,19 +361,15 @@ def _refuse_short_lines(p: Path, sep: str, width: int) -> None:
             found.append(row)
         return "skip"
 
-    for quoted_newlines in (False, True):  # line numbers are known only without newlines inside values
-        try:
-            with pa.input_stream(str(p), compression="detect") as stream:
-                pacsv.read_csv(stream, read_options=pacsv.ReadOptions(block_size=1 << 24, use_threads=False),
-                               parse_options=pacsv.ParseOptions(delimiter=sep, invalid_row_handler=invalid,
-                                                                newlines_in_values=quoted_newlines))
-            break
-        except pa.ArrowInvalid:
-            found.clear()
+    # one thread: the reader numbers the rows it reports (the header is row 1)
+    with pa.input_stream(str(p), compression="detect") as stream:
+        pacsv.read_csv(stream, read_options=pacsv.ReadOptions(block_size=1 << 24, use_threads=False),
+                       parse_options=pacsv.ParseOptions(delimiter=sep, invalid_row_handler=invalid,
+                                                        newlines_in_values=True))
     if found:
         row = found[0]
-        line = f"line {row.number}" if row.number is not None else "a line"
-        raise DataError(f"data file {p}: {line} has {row.actual_columns} fields but the header names "
+        where = f"row {row.number} (the header is row 1)" if row.number is not None else "a row"
+        raise DataError(f"data file {p}: {where} has {row.actual_columns} fields but the header names "
                         f"{row.expected_columns} columns, so its last values would be read as missing "
                         f"({row.text[:60]!r})",
                         hint="complete the line (an empty field between separators is a missing value)")
