@@ -786,6 +786,32 @@ def test_build_says_which_csv_cells_pandas_words_made_missing_and_how_to_keep_th
     assert probabilities.shape[1] == words.size  # FEMALE, MALE, NA and the stray '.' of the raw data
 
 
+def test_score_keeps_na_words_as_text_as_build_did(cli, tmp_path):
+    """A model built with --keep-na-words knows the category 'NA'; `onegraph score` had no such option, so the
+    same CSV's 'NA' cells were read as missing values and scored as imputed ones. score --keep-na-words reads
+    them as the build did; without it they stay missing (the default of both commands)."""
+    frame = pd.read_csv(DATA / "penguins-raw.csv")[["Island", "Sex", "Culmen Length (mm)", "Flipper Length (mm)"]]
+    path = tmp_path / "penguins.csv"
+    frame.assign(Sex=frame["Sex"].fillna("NA")).to_csv(path, index=False)  # the raw data's NA; numbers blank
+    model = tmp_path / "island.onnx"
+    assert cli("build", str(path), "--target", "Island", "--keep-na-words", "-o", str(model)).returncode == 0
+    session = onegraph.Session(model)
+    as_text = read_table(path, specs=session.inputs, keep_na_words=True)
+    as_missing = read_table(path, specs=session.inputs)
+    assert (as_text["Sex"] == "NA").any() and as_missing["Sex"].isna().any()
+    for option, rows in (["--keep-na-words"], as_text), ([], as_missing):
+        out = tmp_path / f"scores{len(option)}.csv"
+        done = cli("score", str(model), str(path), "-o", str(out), *option)
+        assert done.returncode == 0, done
+        expected = session.run(rows.drop(columns="Island"))["probabilities"]
+        got = pd.read_csv(out).filter(like="probabilities_").to_numpy()
+        np.testing.assert_allclose(got, expected, rtol=1e-12, atol=0, err_msg=str(option))
+    na = (as_text["Sex"] == "NA").to_numpy()
+    with_words = pd.read_csv(tmp_path / "scores1.csv").filter(like="probabilities_").to_numpy()
+    without = pd.read_csv(tmp_path / "scores0.csv").filter(like="probabilities_").to_numpy()
+    assert not np.allclose(with_words[na], without[na])  # the category 'NA' is not the imputed one
+
+
 def test_a_polars_object_column_is_refused_naming_it(session, rows):
     """A new user's case: a polars Object column (pl.DataFrame({"t": series.dt.date.values}) makes one) reached
     Arrow as its objects' pointers, fixed_size_binary[8], and failed with "cannot convert fixed_size_binary[8]
@@ -805,3 +831,50 @@ def test_numeric_category_text_reads_by_the_numeric_inputs_rule():
     spec = ColumnSpec("cyl", "string", "string", numbers="int")
     got = to_feed(spec, np.array(["8", " 4 ", "8.0", "\uff14", "1_0", None, 4.0], dtype=object))
     assert got.tolist() == ["8", "4", "8", "\uff14", "1_0", "\uffff", "4"]
+
+
+def _nan_step(step: str):
+    from sklearn.compose import make_column_transformer
+    from sklearn.preprocessing import FunctionTransformer, OrdinalEncoder
+
+    if step == "unknown category as NaN":
+        encoder = OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=np.nan)
+        return make_column_transformer((encoder, ["Origin"]), remainder="passthrough")
+    return make_column_transformer((FunctionTransformer(getattr(np, step)), ["Horsepower"]), remainder="passthrough")
+
+
+@pytest.mark.parametrize("step", ["log", "sqrt", "unknown category as NaN"])
+def test_a_nan_answer_for_a_row_without_missing_values_is_refused(step):
+    """A log or square root of a negative number (or an unknown category encoded as NaN) before a model that
+    takes no NaN: scikit-learn's predict refuses the row ("Input X contains NaN"), onegraph scored it as a
+    missing answer, as for a row whose value was missing — the domain error went unseen. It is refused,
+    naming the row; a row with a missing value keeps its missing answer; a model that takes NaN (a
+    HistGradientBoosting) answers such a row as scikit-learn does."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+    from sklearn.linear_model import Ridge
+    from sklearn.pipeline import make_pipeline
+
+    cars = pd.read_csv(DATA / "cars.csv").dropna(subset=["Miles_per_Gallon", "Horsepower"]).reset_index(drop=True)
+    x = cars[["Horsepower", "Weight_in_lbs", "Origin"]].astype({"Horsepower": float, "Weight_in_lbs": float})
+    if step != "unknown category as NaN":
+        x = x.drop(columns="Origin")
+    ridge = make_pipeline(_nan_step(step), Ridge()).fit(x, cars["Miles_per_Gallon"])
+    trees = make_pipeline(_nan_step(step), HistGradientBoostingRegressor(max_iter=20, random_state=0))
+    trees.fit(x, cars["Miles_per_Gallon"])
+    rows = x.head(4).copy()
+    if step == "unknown category as NaN":
+        rows.loc[2, "Origin"] = "Mars"
+    else:
+        rows.loc[2, "Horsepower"] = -5.0
+    with pytest.raises(ValueError, match="NaN"):
+        ridge.predict(rows)
+    with pytest.raises(DataError, match=r"row 2: the model's 'prediction' is NaN though no input of the row is "
+                                        r"missing \(Horsepower=.*Weight_in_lbs="):
+        onegraph.score(onegraph.build(ridge, sample=x), rows)
+    np.testing.assert_allclose(onegraph.score(onegraph.build(trees, sample=x), rows)["prediction"],
+                               trees.predict(rows), rtol=1e-9)
+    missing = x.head(4).copy()
+    missing.loc[1, "Weight_in_lbs"] = np.nan  # missing before the pipeline: answered as missing, not refused
+    got = onegraph.score(onegraph.build(ridge, sample=x), missing)["prediction"]
+    assert got.isna().tolist() == [False, True, False, False]
+    np.testing.assert_allclose(got.drop(index=1), ridge.predict(missing.drop(index=1)), rtol=1e-9)

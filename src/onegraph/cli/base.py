@@ -12,7 +12,7 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 
-__all__ = ["Options", "Trusted", "reads_models", "writes"]
+__all__ = ["KeepNaWords", "Options", "Trusted", "reads_models", "writes"]
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Turn a DataFrame pipeline into one verified ONNX graph, and run it.")
@@ -69,6 +69,9 @@ def writes(kind: str) -> Callable[[Callable], Callable]:
 #: processes (serve's workers, Spark's executors) declares itself
 Trusted = Annotated[bool, typer.Option("--trusted", help="Skip the isolated pre-check of the model files "
                                        "(only for files you made or trust).")]
+KeepNaWords = Annotated[bool, typer.Option(
+    "--keep-na-words", help="Read the cells NA, N/A, null, nan, None... of a CSV as text (a category or class "
+    "'NA'), not as missing values; only empty cells are missing.")]
 
 
 def reads_models(command: Callable) -> Callable:

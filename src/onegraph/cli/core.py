@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from onegraph.cli.base import Trusted, app, err, out, reads_models, writes
+from onegraph.cli.base import KeepNaWords, Trusted, app, err, out, reads_models, writes
 from onegraph.errors import OnegraphError
 
 __all__ = ["quickstart", "build", "score", "show"]
@@ -107,9 +107,7 @@ def build(
     task: Annotated[str, typer.Option(help="classification, regression or auto (from the target).")] = "auto",
     test_size: Annotated[float, typer.Option(help="Fraction of rows held out to check the model.")] = 0.2,
     seed: Annotated[int, typer.Option(help="Random seed for the split and the model.")] = 0,
-    keep_na_words: Annotated[bool, typer.Option(
-        "--keep-na-words", help="Read the cells NA, N/A, null, nan, None... of a CSV as text (a category or class "
-        "'NA'), not as missing values; only empty cells are missing.")] = False,
+    keep_na_words: KeepNaWords = False,
 ) -> None:
     """Fit preprocessing (chosen per column type) and a model on DATA, build one ONNX model, check it."""
     from sklearn.model_selection import train_test_split
@@ -190,6 +188,7 @@ def score(
         "--spark", metavar="MASTER",
         help="Score on Apache Spark at this master URL (local[2], spark://host:7077, yarn); writes a Parquet "
              "dataset (a folder of part files, in input order).")] = None,
+    keep_na_words: KeepNaWords = False,
 ) -> None:
     """Score DATA with MODEL and write one row of outputs per input row, in order."""
     if spark is not None:
@@ -198,7 +197,8 @@ def score(
         require("spark")
         from onegraph.spark.dataset import score_file
 
-        rows, columns, elapsed = score_file(model, data, output, keep=keep, trusted=trusted, master=spark)
+        rows, columns, elapsed = score_file(model, data, output, keep=keep, trusted=trusted, master=spark,
+                                            keep_na_words=keep_na_words)
         rate = rows / elapsed if elapsed > 0 else float("inf")
         out.print(f"wrote {output}: {rows} rows, columns {', '.join(columns)} ({rate:,.0f} rows/s on {spark})")
         return
@@ -217,7 +217,7 @@ def score(
                   f"({time.perf_counter() - start:.2f} s)")
         return
     start = time.perf_counter()
-    frame = read_table(data, specs=session.inputs)
+    frame = read_table(data, specs=session.inputs, keep_na_words=keep_na_words)
     read = time.perf_counter()
     scores = session.score(frame)
     elapsed = time.perf_counter() - read

@@ -306,26 +306,41 @@ class Session:
                 raise ColumnTypeError(name, f"value {values[k]} at row {int(rows[k])} is infinite and the model "
                                       "gives no answer for it (scikit-learn refuses infinite values)",
                                       hint="replace infinite values with NaN (a missing value) or clip them")
-        self._raise_infinite_answer(results, feeds)
+        self._raise_out_of_domain(results, feeds)
 
-    def _raise_infinite_answer(self, results: list[np.ndarray], feeds: dict[str, np.ndarray]) -> None:
-        """An answer of ±inf from finite inputs raises :class:`~onegraph.errors.DataError` naming the row and
-        its numbers: a step computed beyond its domain (``log`` of 0, Box-Cox of 0, an ``exp`` overflow), which
-        scikit-learn's next step refuses ("Input X contains infinity"); an infinite probability or prediction
-        would otherwise read as a number. (A NaN answer is the missing answer of a row a model cannot score.)"""
+    def _raise_out_of_domain(self, results: list[np.ndarray], feeds: dict[str, np.ndarray]) -> None:
+        """An answer of ±inf from finite inputs, or of NaN for a row none of whose inputs is missing, raises
+        :class:`~onegraph.errors.DataError` naming the row and its numbers: a step computed beyond its domain
+        (``log`` of 0 or of a negative number, Box-Cox of 0, a square root of a negative number, an ``exp``
+        overflow, an unknown category encoded as NaN), which scikit-learn's next step refuses ("Input X contains
+        infinity / NaN"); the answer would otherwise read as a number, or as the missing answer that a row with
+        a missing value gets from a model that cannot score it (which stays: scikit-learn refuses those rows
+        too, but the value was missing before the pipeline, so the row is answered as missing)."""
         for i, _ in self._answers:
             value = results[i]
             if value.dtype.kind != "f":
                 continue
             infinite = np.isinf(value).reshape(len(value), -1).any(axis=1)
             if infinite.any():
-                row = int(np.flatnonzero(infinite)[0])
-                numbers = [f"{n}={feeds[n].reshape(-1)[row]:g}" for n in self._float_inputs[:6]]
-                raise DataError(f"row {row}: the model's {self._output_names[i]!r} is infinite "
-                                f"({', '.join(numbers) or 'no numeric input'}): a step of the pipeline computed "
-                                "beyond its domain (a log or Box-Cox of 0, an overflowing exp), which "
-                                "scikit-learn's predict refuses",
-                                hint="keep such rows within the values the pipeline was fitted on")
+                self._raise_answer(i, int(np.flatnonzero(infinite)[0]), "infinite", feeds)
+        if self.sequence is not None:  # a window's NaN may come from an earlier row's missing value
+            return
+        for i, _ in self._answers:
+            value = results[i]
+            if value.dtype.kind != "f":
+                continue
+            nan = np.isnan(value).reshape(len(value), -1).any(axis=1)
+            if nan.any() and (unexplained := nan & ~_missing_rows(feeds, len(nan))).any():
+                self._raise_answer(i, int(np.flatnonzero(unexplained)[0]), "NaN though no input of the row is "
+                                   "missing", feeds)
+
+    def _raise_answer(self, i: int, row: int, what: str, feeds: dict[str, np.ndarray]) -> None:
+        numbers = [f"{n}={feeds[n].reshape(-1)[row]:g}" for n in self._float_inputs[:6]]
+        raise DataError(f"row {row}: the model's {self._output_names[i]!r} is {what} "
+                        f"({', '.join(numbers) or 'no numeric input'}): a step of the pipeline computed beyond its "
+                        "domain (a log or Box-Cox of 0, a log or square root of a negative number, an overflowing "
+                        "exp, an unknown category encoded as NaN), which scikit-learn's predict refuses",
+                        hint="keep such rows within the values the pipeline was fitted on")
 
     def _empty_outputs(self) -> list[np.ndarray]:
         out = {}
@@ -380,6 +395,23 @@ class Session:
             else:
                 layout.append(([name], False))
         return FrameTemplate(layout)
+
+
+def _missing_rows(feeds: dict[str, np.ndarray], n: int) -> np.ndarray:
+    """Which of ``n`` rows hold a missing value in any feed (NaN; int64 / datetime's ``NA_INT64``; text's
+    ``MISSING_STRING``); every row when a feed is not one row per input row (then no row can be told apart)."""
+    missing = np.zeros(n, dtype=bool)
+    for feed in feeds.values():
+        if len(feed) != n:
+            return np.ones(n, dtype=bool)
+        rows = feed.reshape(n, -1)
+        if rows.dtype.kind == "f":
+            missing |= np.isnan(rows).any(axis=1)
+        elif rows.dtype == np.int64:
+            missing |= (rows == NA_INT64).any(axis=1)
+        elif rows.dtype == object:
+            missing |= (rows == MISSING_STRING).any(axis=1)
+    return missing
 
 
 def _all_finite(value: np.ndarray) -> bool:

@@ -23,9 +23,11 @@ __all__ = ["score_file"]
 
 
 def score_file(model: Path, data: Path, output: Path, *, keep: list[str] | None, trusted: bool,
-               master: str) -> tuple[int, list[str], float]:
+               master: str, keep_na_words: bool = False) -> tuple[int, list[str], float]:
     """Score ``data`` (a CSV or Parquet file) with ``model`` on the Spark cluster at ``master`` into the Parquet
-    dataset ``output`` (a folder of part files, in input order, renamed into place when complete).
+    dataset ``output`` (a folder of part files, in input order, renamed into place when complete). A CSV's
+    cells pandas reads as missing (``NA``, ``null``...) are missing, as ``onegraph score`` reads them; with
+    ``keep_na_words`` only empty cells are.
 
     Returns the rows written, the columns and the seconds the job took.
 
@@ -59,7 +61,7 @@ def score_file(model: Path, data: Path, output: Path, *, keep: list[str] | None,
     spark = (SparkSession.builder.master(master).appName("onegraph score").config("spark.ui.enabled", "false")
              .config("spark.ui.showConsoleProgress", "false").getOrCreate())
     _quiet(spark)
-    frame = _read(spark, data, specs)
+    frame = _read(spark, data, specs, keep_na_words)
     keep_columns: Any = list(dict.fromkeys(keep)) if keep else False
     tmp = output.with_name(f".{output.name}.{uuid.uuid4().hex[:8]}.tmp")
     start = time.perf_counter()
@@ -70,7 +72,7 @@ def score_file(model: Path, data: Path, output: Path, *, keep: list[str] | None,
                 scored.write.parquet(str(tmp))
             except Exception as exc:
                 if "CAST_INVALID_INPUT" in str(exc):  # Spark's message names neither the column nor the row
-                    _refuse_unreadable(spark, data, specs)
+                    _refuse_unreadable(spark, data, specs, keep_na_words)
                 raise
         elapsed = time.perf_counter() - start
         os.replace(tmp, output)
@@ -89,7 +91,7 @@ def _quiet(spark: Any) -> None:
         PySparkLogger.getLogger(name).setLevel(100)  # above CRITICAL: its logger.exception is not printed
 
 
-def _read(spark: Any, data: Path, specs: list) -> Any:
+def _read(spark: Any, data: Path, specs: list, keep_na_words: bool = False) -> Any:
     """DATA as a Spark DataFrame, the model's columns typed as its input schema says (CSV)."""
     from onegraph.spark.score import SPARK_TYPES
 
@@ -98,7 +100,7 @@ def _read(spark: Any, data: Path, specs: list) -> Any:
         return frame
     for spec in specs:
         if spec.name in frame.columns:
-            frame = frame.withColumn(spec.name, _text(spec.name).cast(SPARK_TYPES[spec.kind]))
+            frame = frame.withColumn(spec.name, _text(spec.name, keep_na_words).cast(SPARK_TYPES[spec.kind]))
     return frame
 
 
@@ -114,13 +116,14 @@ def _raw(spark: Any, data: Path) -> Any:
     return spark.read.option("header", True).option("inferSchema", False).csv(str(data))
 
 
-def _text(name: str) -> Any:
-    """A CSV column's text, pandas' missing-value markers (``NA``, ``null``...) as null."""
+def _text(name: str, keep_na_words: bool = False) -> Any:
+    """A CSV column's text, pandas' missing-value markers (``NA``, ``null``...) as null unless
+    ``keep_na_words`` (Spark's reader already reads an empty cell as null)."""
     from pandas._libs.parsers import STR_NA_VALUES
     from pyspark.sql import functions as F
 
     column = F.col(name)
-    return F.when(column.isin(sorted(STR_NA_VALUES)), None).otherwise(column)
+    return column if keep_na_words else F.when(column.isin(sorted(STR_NA_VALUES)), None).otherwise(column)
 
 
 #: what a CSV cell must hold for each input kind, in the words of the error
@@ -128,7 +131,7 @@ _READABLE = {"float": "a number", "int": "an integer", "bool": "true or false", 
              "timedelta": "a duration"}
 
 
-def _refuse_unreadable(spark: Any, data: Path, specs: list) -> None:
+def _refuse_unreadable(spark: Any, data: Path, specs: list, keep_na_words: bool = False) -> None:
     """DataError naming the first model column of the CSV ``data`` with a value its input type cannot read,
     and the value (Spark refuses it under ANSI casts naming neither); returns when none is found."""
     from onegraph.spark.score import SPARK_TYPES
@@ -137,7 +140,7 @@ def _refuse_unreadable(spark: Any, data: Path, specs: list) -> None:
     for spec in specs:
         if spec.name not in raw.columns or spec.kind not in _READABLE:
             continue
-        text = _text(spec.name)
+        text = _text(spec.name, keep_na_words)
         bad = raw.filter(text.isNotNull() & text.try_cast(SPARK_TYPES[spec.kind]).isNull()).limit(1).collect()
         if bad:
             raise DataError(f"column {spec.name!r}: value {bad[0][spec.name]!r} in {data} is not "
