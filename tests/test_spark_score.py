@@ -8,6 +8,7 @@ import os
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import DATA
 from sklearn.compose import ColumnTransformer
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
@@ -153,6 +154,28 @@ def test_cli_scores_on_spark_into_parquet(cli, model, penguins, spark, tmp_path)
     np.testing.assert_allclose(got[want.columns[1:]].to_numpy(float), want.iloc[:, 1:].to_numpy(float), rtol=1e-12)
     again = cli("score", str(model), str(data), "--spark", "local[2]", "-o", str(out))
     assert again.returncode != 0 and "exists" in again.stderr
+
+
+def test_cli_on_spark_keeps_na_words_as_the_local_score_does(cli, spark, tmp_path):
+    """score --spark --keep-na-words reads a CSV's 'NA' cells as text (the category a model built with
+    --keep-na-words knows), as the local score does; without it both read them as missing."""
+    import pyarrow.parquet as pq
+
+    frame = pd.read_csv(DATA / "penguins-raw.csv")[["Island", "Sex", "Culmen Length (mm)", "Flipper Length (mm)"]]
+    data = tmp_path / "penguins.csv"
+    frame.assign(Sex=frame["Sex"].fillna("NA")).to_csv(data, index=False)
+    model = tmp_path / "island.onnx"
+    assert cli("build", str(data), "--target", "Island", "--keep-na-words", "-o", str(model)).returncode == 0
+    for option in (["--keep-na-words"], []):
+        local, remote = tmp_path / f"local{len(option)}.csv", tmp_path / f"spark{len(option)}.parquet"
+        assert cli("score", str(model), str(data), "-o", str(local), *option).returncode == 0
+        done = cli("score", str(model), str(data), "--spark", "local[2]", "-o", str(remote), *option)
+        assert done.returncode == 0, done.stderr
+        want = pd.read_csv(local).filter(like="probabilities_").to_numpy()
+        got = pq.read_table(remote).to_pandas().filter(like="probabilities_").to_numpy(float)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=0, err_msg=str(option))
+    assert not np.allclose(pd.read_csv(tmp_path / "local1.csv").filter(like="probabilities_").to_numpy(),
+                           pd.read_csv(tmp_path / "local0.csv").filter(like="probabilities_").to_numpy())
 
 
 def test_cli_names_the_column_and_value_spark_cannot_read(cli, model, penguins, spark, tmp_path):
