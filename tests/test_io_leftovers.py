@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import onegraph
 from onegraph import io
 
 pytest.importorskip("fcntl")
@@ -288,3 +289,37 @@ def test_a_data_line_cut_short_is_refused_naming_it(cli, tmp_path, form):
     complete = tmp_path / "complete.csv"  # the same rows, the last with its last field empty (a missing value)
     complete.write_text("\n".join(lines[:-2] + [",".join(weather[3].split(",")[:5]) + ","]) + "\n")
     assert io.read_table(complete).iloc[-1].isna().sum() == 1 == pd.read_csv(complete).iloc[-1].isna().sum()
+
+
+def test_a_semicolon_csv_with_decimal_commas_reads_its_numbers(cli, tmp_path):
+    """A new user's case: a spreadsheet's CSV export in most of Europe separates fields with ';' and writes
+    39,1 for 39.1. The separator was sniffed but the numbers were text: build one-hot encoded every numeric
+    column as categories (with a note) and score refused the model's numbers. Such a file is read with
+    decimal commas (build says so), and scores as the same rows written with points do; a ';' file whose
+    numbers have points, or that holds a point-decimal anywhere, keeps the point."""
+    import pandas as pd
+
+    weather = pd.read_csv(Path(__file__).parent / "data" / "seattle-weather.csv")
+    points, commas = tmp_path / "points.csv", tmp_path / "commas.csv"
+    weather.to_csv(points, index=False)
+    weather.to_csv(commas, index=False, sep=";", decimal=",")
+    assert io.csv_dialect(commas) == (";", ",") and io.csv_dialect(points) == (",", ".")
+    pd.testing.assert_frame_equal(io.read_table(commas), io.read_table(points))
+    built = cli("build", str(commas), "--target", "weather", "-o", str(tmp_path / "m.onnx"))
+    assert built.returncode == 0, built.stderr
+    assert f"note: {commas} is read as semicolon-separated with decimal commas" in built.stderr
+    assert "used as categories" not in built.stderr
+    kinds = {s.name: s.kind for s in onegraph.Session(tmp_path / "m.onnx").inputs}
+    assert kinds["precipitation"] == kinds["wind"] == "float"
+    for data in (commas, points):
+        assert cli("score", str(tmp_path / "m.onnx"), str(data), "-o", str(tmp_path / f"{data.stem}.out.csv")
+                   ).returncode == 0
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "commas.out.csv"), pd.read_csv(tmp_path / "points.out.csv"))
+    mixed = tmp_path / "mixed.csv"  # one number written with a point: the file's decimal mark is the point
+    mixed.write_text("a;b\n1,5;x\n2.5;y\n")
+    assert io.csv_dialect(mixed) == (";", ".")
+    assert io.read_table(mixed)["a"].tolist() == ["1,5", "2.5"]
+    semicolons = tmp_path / "semicolons.csv"
+    weather.head(20).to_csv(semicolons, index=False, sep=";")
+    assert io.csv_dialect(semicolons) == (";", ".")
+    pd.testing.assert_frame_equal(io.read_table(semicolons), weather.head(20))

@@ -178,6 +178,27 @@ def test_cli_on_spark_keeps_na_words_as_the_local_score_does(cli, spark, tmp_pat
                            pd.read_csv(tmp_path / "local0.csv").filter(like="probabilities_").to_numpy())
 
 
+def test_cli_on_spark_reads_a_semicolon_csv_with_decimal_commas_as_the_local_score(cli, spark, tmp_path):
+    """Spark's CSV reader assumes commas: a ';'-separated file was one column named after the whole header.
+    It reads with the separator and the decimal mark the local score sniffs (onegraph.io.csv_dialect)."""
+    import pyarrow.parquet as pq
+
+    weather = pd.read_csv(DATA / "seattle-weather.csv")
+    data = tmp_path / "weather.csv"
+    weather.to_csv(data, index=False, sep=";", decimal=",")
+    model = tmp_path / "weather.onnx"
+    assert cli("build", str(data), "--target", "weather", "-o", str(model)).returncode == 0
+    local, remote = tmp_path / "local.csv", tmp_path / "spark.parquet"
+    assert cli("score", str(model), str(data), "-o", str(local)).returncode == 0
+    done = cli("score", str(model), str(data), "--spark", "local[2]", "-o", str(remote))
+    assert done.returncode == 0, done.stderr
+    want = pd.read_csv(local)
+    got = pq.read_table(remote).to_pandas()
+    assert got["label"].tolist() == want["label"].tolist()
+    np.testing.assert_allclose(got.filter(like="probabilities_").to_numpy(float),
+                               want.filter(like="probabilities_").to_numpy(), rtol=1e-12, atol=0)
+
+
 def test_cli_names_the_column_and_value_spark_cannot_read(cli, model, penguins, spark, tmp_path):
     """A CSV cell the model's column type cannot read ('long' in a number column) failed the job with Spark's
     CAST_INVALID_INPUT, naming neither column nor row, after some 300 lines of executor stack traces. The error

@@ -32,7 +32,7 @@ import pandas as pd
 from onegraph.errors import DataError, OnegraphError
 
 __all__ = ["atomic_path", "check_output_path", "TABLE_SUFFIXES", "write_bytes", "save_model", "is_parquet_dataset",
-           "read_table", "read_text_columns", "write_table", "na_words", "NA_WORDS",
+           "read_table", "read_text_columns", "write_table", "na_words", "NA_WORDS", "csv_dialect",
            "remove_stale_temporaries", "STALE_AFTER", "table_format"]
 
 #: seconds since its last change before an unlocked temporary file counts as a dead writer's leftover
@@ -265,7 +265,9 @@ def read_table(path: str | os.PathLike, *, dtypes: dict[str, str] | None = None,
         if suffix in _TEXT_TABLES:
             kinds = {s.name: s.kind for s in specs} if specs is not None else dict(dtypes or {})
             zones = {s.name: s.tz for s in specs or () if s.tz}
-            return _read_csv(p, kinds, zones, sep=_separator(p, suffix, compressed), keep_na_words=keep_na_words)
+            sep = _separator(p, suffix, compressed)
+            return _read_csv(p, kinds, zones, sep=sep, decimal=_decimal(p, sep, compressed),
+                             keep_na_words=keep_na_words)
     except OnegraphError:
         raise
     except UnicodeDecodeError as exc:  # pandas reads CSV text as UTF-8; its message counts in a buffer
@@ -311,19 +313,60 @@ def _separator(p: Path, suffix: str, compressed: bool) -> str:
     return "\t" if suffix == ".tsv" else ((None if compressed else _sniff_delimiter(p)) or ",")
 
 
+def _sample(p: Path) -> str:
+    """The first 64 Ki characters of a text file (what the sniffing reads)."""
+    with open(p, newline="", errors="replace") as f:
+        return f.read(_SAMPLE)
+
+
+_SAMPLE = 1 << 16
+
+
 def _sniff_delimiter(p: Path) -> str | None:
     """The field separator of a text table (comma, semicolon, tab or pipe), from its first 64 KiB."""
     import csv
 
-    with open(p, newline="", errors="replace") as f:
-        sample = f.read(65536)
     try:
-        return csv.Sniffer().sniff(sample, delimiters=",;\t|").delimiter
+        return csv.Sniffer().sniff(_sample(p), delimiters=",;\t|").delimiter
     except csv.Error:
         return None
 
 
-def _read_csv(p: Path, kinds: dict[str, str], zones: dict[str, str], sep: str,
+def csv_dialect(path: str | os.PathLike) -> tuple[str, str]:
+    """The field separator and the decimal mark :func:`read_table` reads a text table with.
+
+    The separator: tab for ``.tsv``, else sniffed from the first 64 KiB (comma, semicolon, tab or pipe; a
+    comma for a compressed file). The decimal mark: ``,`` for a semicolon-separated table whose numbers are
+    written with decimal commas (``39,1``: the convention of the spreadsheets that separate fields with
+    semicolons, in most of Europe), when some field of the first 64 KiB is digits, a comma and digits and
+    none is digits, a point and digits; else ``.``.
+    """
+    p = Path(path)
+    suffix, compressed = _data_format(p)
+    if suffix not in _TEXT_TABLES or p.is_dir():
+        return ",", "."
+    sep = _separator(p, suffix, compressed)
+    return sep, _decimal(p, sep, compressed)
+
+
+def _decimal(p: Path, sep: str, compressed: bool) -> str:
+    import re
+
+    if sep != ";" or compressed:
+        return "."
+    sample = _sample(p)
+    lines = sample.splitlines()[1:]  # not the header
+    if len(sample) == _SAMPLE and len(lines) > 1:
+        lines = lines[:-1]  # nor a last line the sample cut
+    fields = [f.strip().strip('"') for line in lines for f in line.split(sep)]
+    comma = re.compile(r"[+-]?\d+,\d+")
+    point = re.compile(r"[+-]?\d*\.\d+")
+    if any(comma.fullmatch(f) for f in fields) and not any(point.fullmatch(f) for f in fields):
+        return ","
+    return "."
+
+
+def _read_csv(p: Path, kinds: dict[str, str], zones: dict[str, str], sep: str, decimal: str = ".",
               keep_na_words: bool = False) -> pd.DataFrame:
     from onegraph.contract.feeds import parse_datetime_text
 
@@ -332,7 +375,7 @@ def _read_csv(p: Path, kinds: dict[str, str], zones: dict[str, str], sep: str,
     dtype = {c: "str" for c in header if kinds.get(str(c)) == "string"}
     parse = [c for c in header if kinds.get(str(c)) == "datetime"]
     missing = {"keep_default_na": False, "na_values": [""]} if keep_na_words else {}
-    frame = pd.read_csv(p, sep=sep, dtype=dtype or None, **missing)
+    frame = pd.read_csv(p, sep=sep, decimal=decimal, dtype=dtype or None, **missing)
     if not isinstance(frame.index, pd.RangeIndex):
         # pandas takes the first field(s) of a row longer than the header as its index: every column shifted
         raise DataError(f"data file {p}: line 2 has {len(header) + frame.index.nlevels} fields but the header names "

@@ -78,6 +78,15 @@ def _note_na_words(data: Path, target: str) -> None:
                   "such words as text (a category or class 'NA'), pass --keep-na-words", markup=False)
 
 
+def _note_decimal_comma(data: Path) -> None:
+    """A note when a semicolon-separated CSV is read with decimal commas (``39,1`` as 39.1)."""
+    from onegraph.io import csv_dialect
+
+    if csv_dialect(data) == (";", ","):
+        err.print(f"note: {data} is read as semicolon-separated with decimal commas (39,1 is 39.1), as "
+                  "`onegraph score` reads such a file", markup=False)
+
+
 def _best_time(fn, seconds: float = 0.3) -> float:
     fn()
     best = float("inf")
@@ -128,6 +137,7 @@ def build(
                             hint=f"columns: {', '.join(map(str, frame.columns))}")
     if not keep_na_words:
         _note_na_words(data, target)
+    _note_decimal_comma(data)
     frame = frame[frame[target].notna()]
     if len(frame) < 10:
         raise OnegraphError(f"{data} has {len(frame)} rows with a target value; at least 10 are needed")

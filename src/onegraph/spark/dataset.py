@@ -93,15 +93,30 @@ def _quiet(spark: Any) -> None:
 
 def _read(spark: Any, data: Path, specs: list, keep_na_words: bool = False) -> Any:
     """DATA as a Spark DataFrame, the model's columns typed as its input schema says (CSV)."""
-    from onegraph.spark.score import SPARK_TYPES
+    from onegraph.io import csv_dialect
 
     frame = _raw(spark, data)
     if data.suffix.lower() != ".csv":
         return frame
+    decimal = csv_dialect(data)[1]
     for spec in specs:
         if spec.name in frame.columns:
-            frame = frame.withColumn(spec.name, _text(spec.name, keep_na_words).cast(SPARK_TYPES[spec.kind]))
+            frame = frame.withColumn(spec.name, _typed(spec, keep_na_words, decimal))
     return frame
+
+
+def _typed(spec: Any, keep_na_words: bool, decimal: str) -> Any:
+    """A CSV column as the model's input type: its text (:func:`_text`), a number's decimal comma made a point
+    where the file writes them so (``decimal``: :func:`onegraph.io.csv_dialect`, as the local score reads it),
+    cast."""
+    from pyspark.sql import functions as F
+
+    from onegraph.spark.score import SPARK_TYPES
+
+    text = _text(spec.name, keep_na_words)
+    if spec.kind == "float" and decimal == ",":
+        text = F.regexp_replace(text, ",", ".")
+    return text.cast(SPARK_TYPES[spec.kind])
 
 
 def _raw(spark: Any, data: Path) -> Any:
@@ -113,7 +128,10 @@ def _raw(spark: Any, data: Path) -> Any:
         return spark.read.parquet(str(data))
     if suffix != ".csv":
         raise DataError(f"data file {data}: --spark reads .csv or .parquet", hint="convert it to Parquet")
-    return spark.read.option("header", True).option("inferSchema", False).csv(str(data))
+    from onegraph.io import csv_dialect
+
+    sep = csv_dialect(data)[0]  # sniffed as the local score does (Spark's reader assumes a comma)
+    return spark.read.option("header", True).option("inferSchema", False).option("sep", sep).csv(str(data))
 
 
 def _text(name: str, keep_na_words: bool = False) -> Any:
