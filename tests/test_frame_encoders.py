@@ -373,3 +373,31 @@ def test_category_columns_of_bools_dates_and_intervals_export_with_scikit_learn_
     assert (got["label"].to_numpy() == pipeline.predict(frame)).all()
     male = onegraph.score(model, frame.assign(male=frame["male"].astype("boolean")))  # plain booleans score alike
     pd.testing.assert_frame_equal(male, got)
+
+
+@pytest.mark.parametrize("encoder", ["OneHotEncoder", "OrdinalEncoder"])
+def test_scikit_learn_encoders_of_plain_datetime_and_timedelta_columns(penguins, encoder):
+    """A new user's case: scikit-learn's OneHotEncoder / OrdinalEncoder fitted on a datetime64 column (not a
+    category: its categories are datetime64 values) made build raise float()'s TypeError. The encoders'
+    categories become the graph's int64 nanoseconds (UTC instants for a tz-aware column; NaT its missing
+    value); the graph scores as predict_proba, on dates never seen in fit and missing ones too."""
+    stamps = pd.to_datetime(penguins["year"].astype(str) + "-06-01")
+    frame = pd.DataFrame({
+        "bill_length_mm": penguins["bill_length_mm"].fillna(penguins["bill_length_mm"].mean()),
+        "season": stamps.where(penguins["island"] != "Torgersen"),  # naive, NaT where Torgersen
+        "season_paris": stamps.dt.tz_localize("Europe/Paris"),
+        "age": pd.to_timedelta(penguins["year"] - 2006, unit="D"),
+    }, index=penguins.index)
+    y = penguins["species"]
+    fit_rows = penguins["year"] != 2009  # 2009's dates are never seen in fit
+    encode = (sklearn.preprocessing.OneHotEncoder(handle_unknown="ignore") if encoder == "OneHotEncoder" else
+              sklearn.preprocessing.OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=-1,
+                                                   encoded_missing_value=-2))
+    pipeline = make_pipeline(ColumnTransformer([("n", "passthrough", ["bill_length_mm"]),
+                                                ("c", encode, ["season", "season_paris", "age"])]),
+                             LogisticRegression(max_iter=2000)).fit(frame[fit_rows], y[fit_rows])
+    model = onegraph.build(pipeline, None, sample=frame[fit_rows])
+    got = onegraph.score(model, frame)
+    np.testing.assert_allclose(got.filter(like="probabilities_").to_numpy(float), pipeline.predict_proba(frame),
+                               rtol=1e-9, atol=1e-12)
+    assert (got["label"].to_numpy() == pipeline.predict(frame)).all()

@@ -212,12 +212,17 @@ def _positions(block: Any) -> np.ndarray:
 
 
 def encoder_keys(col: Col, cats: np.ndarray) -> tuple[str, np.ndarray]:
-    """LabelEncoder keys matching how the column is held in the graph: strings; int64 for an integer column
-    whose categories are integers (exact beyond 2**53; a missing category as INT64_MIN, the column's missing
-    value); else doubles (NaN included)."""
+    """LabelEncoder keys matching how the column is held in the graph: strings; int64 nanoseconds for a
+    datetime / timedelta column (scikit-learn's ``datetime64`` / ``Timestamp`` categories); int64 for an integer
+    column whose categories are integers (exact beyond 2**53; a missing category as INT64_MIN, the column's
+    missing value); else doubles (NaN included)."""
     if col.kind == "string":
         return "string", np.asarray([MISSING_STRING if _is_missing(c) else category_text(c) for c in cats],
                                     dtype=object)
+    if col.kind in ("datetime", "timedelta"):  # int64 nanoseconds (UTC instants when tz-aware), NaT's INT64_MIN
+        to = pd.Timestamp if col.kind == "datetime" else pd.Timedelta
+        return "int64", np.asarray([INT64_MIN if _is_missing(c) else to(c).as_unit("ns").value for c in cats],
+                                   dtype=np.int64)
     if col.dtype == INT64 and all(_is_missing(c) or _is_integer(c) for c in cats):
         return "int64", np.asarray([INT64_MIN if _is_missing(c) else int(c) for c in cats], dtype=np.int64)
     return "double", np.asarray([np.nan if _is_missing(c) else float(c) for c in cats], dtype=np.float64)
