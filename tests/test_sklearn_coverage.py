@@ -513,3 +513,32 @@ def test_knn_imputer_refuses_rows_whose_donors_tie(weights):
                                atol=1e-9)  # the table itself: one missing value per row at most, no tie refused
     # a sample holding such rows builds: parity leaves the rows the check marks unsettled out of the comparison
     onegraph.build(imputer, None, pd.concat([x, rows], ignore_index=True))
+
+
+@pytest.mark.parametrize("nesting", ["pipeline in a pipeline", "three levels", "target transform inside",
+                                     "after a scaler"])
+def test_a_pipeline_ending_in_a_pipeline_with_a_model_is_one_pipeline(nesting):
+    """A new user's case: make_pipeline(make_pipeline(ColumnTransformer(numbers only), LogisticRegression)) —
+    what a helper wrapping a fitted pipeline makes — was refused ("string column(s) 'sex' reach it") though the
+    ColumnTransformer drops the text: the inner pipeline reached the model adapter whole. The nesting is
+    flattened into one pipeline; it scores as scikit-learn does."""
+    from sklearn.compose import make_column_transformer
+
+    x = load_penguins().dropna()
+    y = x.pop("body_mass_g")
+    numbers = ["bill_length_mm", "bill_depth_mm", "flipper_length_mm"]
+
+    def inner():
+        return make_pipeline(make_column_transformer((StandardScaler(), numbers)), Ridge())
+
+    model = {
+        "pipeline in a pipeline": lambda: make_pipeline(inner()),
+        "three levels": lambda: make_pipeline(make_pipeline(inner())),
+        "target transform inside": lambda: make_pipeline(TransformedTargetRegressor(
+            regressor=inner(), func=np.log, inverse_func=np.exp)),
+        "after a scaler": lambda: make_pipeline(make_column_transformer((StandardScaler(), numbers),
+                                                                        remainder="drop", verbose_feature_names_out=False),
+                                                make_pipeline(StandardScaler(), Ridge())),
+    }[nesting]().fit(x, y)
+    got = onegraph.score(onegraph.build(model, sample=x), x)["prediction"].to_numpy()
+    np.testing.assert_allclose(got, model.predict(x), rtol=1e-9, atol=1e-12)

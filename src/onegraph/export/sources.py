@@ -21,6 +21,7 @@ __all__ = [
     "double_attributes",
     "double_reference",
     "expected_outputs",
+    "flattened",
     "input_columns",
     "is_predictor",
     "split_pipeline",
@@ -34,13 +35,11 @@ def split_pipeline(preprocessing: Any, model: Any) -> tuple[Any, Any]:
     ``build(pipeline)`` and ``build(None, pipeline)`` alike, and ``build(pre, pipeline)`` (``pre`` then the
     pipeline's own steps), so the steps go through onegraph's emitters and the predictor through its adapter;
     a whole ``Pipeline`` given as the model would otherwise reach skl2onnx as one unknown estimator.
-    A hyper-parameter search is first replaced by its refitted ``best_estimator_``
-    (:func:`~onegraph.export.adapters.models.searched`), and a wrapper of a pipeline (a decision threshold, a
-    target transform) turned into that pipeline ending in the wrapper (:func:`wrapper_inside`).
+    A hyper-parameter search is first replaced by its refitted ``best_estimator_``, a wrapper of a pipeline
+    turned into that pipeline ending in the wrapper, and a pipeline ending in a pipeline into one
+    (:func:`flattened`).
     """
-    from onegraph.export.adapters.models import searched
-
-    preprocessing, model = wrapper_inside(searched(preprocessing)), wrapper_inside(searched(model))
+    preprocessing, model = flattened(preprocessing), flattened(model)
     if model is not None and isinstance(preprocessing, Pipeline) and is_predictor(preprocessing.steps[-1][1]):
         raise ExportError(f"the preprocessing pipeline ends in a model ({type(preprocessing.steps[-1][1]).__name__}) "
                           f"and a model ({type(model).__name__}) is given too",
@@ -61,6 +60,27 @@ def split_pipeline(preprocessing: Any, model: Any) -> tuple[Any, Any]:
             steps = [(name, preprocessing), *steps]
         return (Pipeline(steps) if steps else None), model.steps[-1][1]
     return preprocessing, model
+
+
+def flattened(obj: Any) -> Any:
+    """``obj`` with a hyper-parameter search replaced by its refitted ``best_estimator_``
+    (:func:`~onegraph.export.adapters.models.searched`), a wrapper of a pipeline by that pipeline ending in the
+    wrapper (:func:`wrapper_inside`), and a ``Pipeline`` whose last step is (one of those around) a pipeline
+    ending in a predictor — ``make_pipeline(make_pipeline(preprocessing, model))``, what a helper wrapping a
+    fitted pipeline makes — by one pipeline of the outer steps then the inner ones (an inner step's name is
+    prefixed with its pipeline's where the outer steps use it), which predicts the same on every row."""
+    from onegraph.export.adapters.models import searched
+
+    obj = wrapper_inside(searched(obj))
+    if not isinstance(obj, Pipeline) or not obj.steps:
+        return obj
+    outer, last = obj.steps[-1]
+    inner = flattened(last)
+    if not isinstance(inner, Pipeline) or not is_predictor(inner.steps[-1][1]):
+        return obj
+    names = {name for name, _ in obj.steps[:-1]}
+    steps = [(f"{outer}_{name}" if name in names else name, step) for name, step in inner.steps]
+    return Pipeline([*obj.steps[:-1], *steps])
 
 
 def wrapper_inside(obj: Any) -> Any:
