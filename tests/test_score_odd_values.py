@@ -878,3 +878,36 @@ def test_a_nan_answer_for_a_row_without_missing_values_is_refused(step):
     got = onegraph.score(onegraph.build(ridge, sample=x), missing)["prediction"]
     assert got.isna().tolist() == [False, True, False, False]
     np.testing.assert_allclose(got.drop(index=1), ridge.predict(missing.drop(index=1)), rtol=1e-9)
+
+
+@pytest.mark.parametrize("container", ["object column", "records", "dict of lists", "one record"])
+def test_nat_in_a_numeric_object_column_is_missing_and_a_complex_number_is_refused(container):
+    """New users' cases: pd.NaT in an object column feeding a float input was refused with pandas' own
+    message ("Invalid object type at position 0"), though NaT is a missing value wherever else it comes (an
+    int or text input); a complex number there (5.1+100j) was scored on its real part, where a complex128
+    column is refused and scikit-learn refuses both. NaT scores as NaN does; the complex number is refused
+    naming the column and row."""
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    cars = pd.read_csv(DATA / "cars.csv").dropna(subset=["Miles_per_Gallon"]).reset_index(drop=True)
+    x = cars[["Horsepower", "Weight_in_lbs"]].astype(float)
+    model = HistGradientBoostingRegressor(max_iter=20, random_state=0).fit(x, cars["Miles_per_Gallon"])
+    proto = onegraph.build(model, sample=x)
+    rows = x.head(3).copy()
+
+    def holding(first):
+        column = pd.Series([first, *rows["Horsepower"].iloc[1:]], dtype=object, index=rows.index)
+        frame = rows.assign(Horsepower=column)
+        if container == "object column":
+            return frame
+        if container == "records":
+            return frame.to_dict("records")
+        if container == "dict of lists":
+            return {c: frame[c].tolist() for c in frame.columns}
+        return frame.iloc[0].to_dict()
+
+    expected = model.predict(rows.assign(Horsepower=[np.nan, *rows["Horsepower"].iloc[1:]]))
+    got = onegraph.score(proto, holding(pd.NaT))["prediction"].to_numpy()
+    np.testing.assert_allclose(got, expected[:len(got)], rtol=1e-9)
+    with pytest.raises(ColumnTypeError, match=r"column 'Horsepower': value \(130\+100j\) at row 0 is not a number"):
+        onegraph.score(proto, holding(130 + 100j))

@@ -210,10 +210,18 @@ def _object_to_float(spec: ColumnSpec, values: np.ndarray) -> np.ndarray:
     """Object values (numbers of any Python / numpy type, number text, bools; missing as None / NaN / pd.NA)
     as float64. Text is read by :func:`_parsed_texts`'s rules whatever holds it (an object column, a list,
     records), as in a string column."""
+    missing = np.asarray(pd.isna(values), dtype=bool)
+    if missing.any():  # pandas' parser takes None and NaN, not NaT (nor pd.NA in every version)
+        values = values.copy()
+        values[missing] = np.nan
+    out, error = None, None
     try:
-        out = pd.to_numeric(pd.Series(values, copy=False), errors="raise").to_numpy(dtype=np.float64, na_value=np.nan)
+        parsed = pd.to_numeric(pd.Series(values, copy=False), errors="raise")
+        if parsed.dtype.kind == "c":  # a complex value: its imaginary part would be dropped
+            raise TypeError("complex values")
+        out = parsed.to_numpy(dtype=np.float64, na_value=np.nan)
     except (ValueError, TypeError, OverflowError) as exc:
-        out, error = None, exc
+        error = exc
     if out is not None:
         # pandas reads the text '' as NaN where errors="raise" (not where "coerce"): refused, as in a string column
         _refuse_unparsed(spec, values, np.isnan(out) & ~np.asarray(pd.isna(values), dtype=bool))
