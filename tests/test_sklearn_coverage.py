@@ -542,3 +542,33 @@ def test_a_pipeline_ending_in_a_pipeline_with_a_model_is_one_pipeline(nesting):
     }[nesting]().fit(x, y)
     got = onegraph.score(onegraph.build(model, sample=x), x)["prediction"].to_numpy()
     np.testing.assert_allclose(got, model.predict(x), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", ["text and numbers", "all features", "a missing word"])
+def test_missing_indicator_over_text_and_number_columns(case):
+    """A new user's case: MissingIndicator on a text column (scikit-learn takes object columns) was refused as
+    "a numeric step" though SimpleImputer(add_indicator=True) on it exported. Its flags of text and number
+    columns are exported; the graph scores as scikit-learn's predict_proba and transform."""
+    from sklearn.compose import make_column_transformer
+    from sklearn.impute import MissingIndicator, SimpleImputer
+
+    x = load_penguins().dropna(subset=["species"])
+    y = x.pop("species")
+    x = x[["sex", "island", "body_mass_g", "bill_length_mm"]].astype({"sex": object, "island": object})
+    if case == "a missing word":
+        x = x.assign(sex=x["sex"].fillna("unknown"))
+        indicator = MissingIndicator(missing_values="unknown")
+        columns = ["sex", "island"]
+    else:
+        indicator = MissingIndicator(features="all" if case == "all features" else "missing-only")
+        columns = ["sex", "island", "body_mass_g"] if case == "all features" else ["sex", "body_mass_g"]
+    pre = make_column_transformer((indicator, columns), (SimpleImputer(), ["bill_length_mm"]))
+    model = make_pipeline(pre, LogisticRegression(max_iter=2000)).fit(x, y)
+    got = onegraph.score(onegraph.build(model, sample=x), x)
+    np.testing.assert_allclose(got.filter(like="probabilities_").to_numpy(float), model.predict_proba(x),
+                               rtol=1e-9, atol=1e-12)
+    pre = pre.fit(x)
+    flags = onegraph.score(onegraph.build(pre, sample=x), x)
+    expected = pre.transform(x)
+    assert list(flags.columns) == list(pre.get_feature_names_out())
+    np.testing.assert_array_equal(flags.to_numpy(float)[:, :-1], expected[:, :-1].astype(float))

@@ -27,6 +27,7 @@ import numpy as np
 import onnx_ir as ir
 import sklearn.impute as ski
 
+from onegraph.contract.columns import MISSING_STRING
 from onegraph.emit import BOOL, DOUBLE, INT64, Col, GraphBuilder, register_emitter
 from onegraph.errors import ExportError
 from onegraph.export.adapters.choose import emit_model
@@ -61,10 +62,32 @@ def _indicator(g: GraphBuilder, est: Any, x: ir.Value, cols: list[Col], as_doubl
 
 @register_emitter(ski.MissingIndicator)
 def emit_missing_indicator(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]:
-    out = _indicator(g, est, g.matrix(cols, DOUBLE), cols, as_double=False)
+    """Bool columns ``missingindicator_<col>`` of the ``features_`` columns: numbers are missing where NaN (or
+    ``== missing_values``); text where it holds the graph's missing text (None and NaN alike: the feeds write
+    both so) or the ``missing_values`` string. Raises ExportError when fit found no column to flag."""
+    if any(c.kind == "string" for c in cols):
+        out = _mixed_indicator(g, est, cols)
+    else:
+        out = _indicator(g, est, g.matrix(cols, DOUBLE), cols, as_double=False)
     if not out:
         raise ExportError("MissingIndicator found no column with missing values in fit, so it outputs nothing",
                           hint="use features='all', or fit on rows holding missing values")
+    return out
+
+
+def _mixed_indicator(g: GraphBuilder, est: Any, cols: list[Col]) -> list[Col]:
+    """MissingIndicator's columns over text and number columns, one column at a time."""
+    names = [str(n) for n in est.get_feature_names_out([c.name for c in cols])]
+    text_marker = MISSING_STRING if _is_nan(est.missing_values) else str(est.missing_values)
+    out = []
+    for name, i in zip(names, np.asarray(est.features_, np.int64)):
+        col = cols[int(i)]
+        if col.kind == "string":
+            mask = g.op("Equal", g.vector(col), g.const(np.array(text_marker, dtype=object), "missing_value"),
+                        dtype=BOOL)
+            out.append(Col(name, "bool", mask, BOOL))
+        else:
+            out += g.block(missing_mask(g, g.matrix([col], DOUBLE), est.missing_values), [name], "bool", BOOL)
     return out
 
 
