@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import onnx
 import pandas as pd
@@ -58,6 +60,21 @@ def test_index_is_kept_and_batches_agree(fitted):
     assert_scores(got, expected(pipe, shuffled))
     small = onegraph.Session(model, batch_size=7)
     assert_scores(small.score(shuffled), expected(pipe, shuffled))
+    assert_scores(onegraph.Session(model, batch_size=np.int64(7), threads=np.int32(1)).score(shuffled),
+                  expected(pipe, shuffled))
+
+
+@pytest.mark.parametrize("options", [dict(batch_size=0), dict(batch_size=-1), dict(batch_size="a"),
+                                     dict(batch_size=None), dict(batch_size=1.5), dict(batch_size=True),
+                                     dict(threads=-1), dict(threads=2.5), dict(threads="2")])
+def test_a_session_option_that_is_not_a_count_is_refused_naming_it(fitted, options):
+    """A new user's case: Session(batch_size="a") raised int()'s ValueError, None int()'s TypeError, and 1.5
+    was taken as 1. Every value that is not a whole number in range is refused as a ConfigError naming it."""
+    from onegraph.errors import ConfigError
+
+    (name, value), = options.items()
+    with pytest.raises(ConfigError, match=rf"^{name}={re.escape(repr(value))} is not a whole number >= "):
+        onegraph.Session(fitted[1], **options)
 
 
 def test_missing_values_of_every_kind_get_the_imputed_answer(fitted):

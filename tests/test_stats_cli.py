@@ -111,8 +111,8 @@ def test_bad_options_are_refused_before_the_calibration_runs(tmp_path, cli):
         (bad, ["--quant-type", "int3"], "unknown quantization type 'int3'"),
         (bad, ["--method", "median"], "unknown calibration method 'median'"),
         # was an internal error (range() arg 3 must not be zero) and "the calibration data holds no sample"
-        (bad, ["--batch-size", "0"], "batch_size 0 is not a positive number of samples"),
-        (bad, ["--batch-size", "-3"], "batch_size -3 is not a positive number of samples"),
+        (bad, ["--batch-size", "0"], "batch_size=0 is not a whole number >= 1"),
+        (bad, ["--batch-size", "-3"], "batch_size=-3 is not a whole number >= 1"),
     ]:
         argv = ["stats", "calibrate", str(path), "--data", str(data), *args]
         if "-o" not in args:

@@ -645,14 +645,16 @@ def _texts(spec: ColumnSpec, values: Any) -> np.ndarray:
 
 
 def _text_hint(spec: ColumnSpec, dtype: Any) -> str:
-    """The hint for values of ``dtype`` given to a text input: for datetimes, the model was built from date
-    text (a CSV's), which its graph parses, so the dates go back to that text."""
+    """The hint for values of ``dtype`` given to a text input: for datetimes, the text they were in the data the
+    model was built from (a CSV's dates, which its graph parses, or text categories that look like dates);
+    the input schema does not say which, so the hint does not claim it."""
     import pyarrow as pa
 
     arrow = dtype.pyarrow_dtype if isinstance(dtype, pd.ArrowDtype) else None
     if pd.api.types.is_datetime64_any_dtype(dtype) or (arrow is not None and pa.types.is_timestamp(arrow)):
-        return ("the model reads this column as date text (it was built from text, e.g. a CSV's): give the dates as "
-                "that text (pandas: .dt.strftime('%Y-%m-%d') for ISO dates, the format of the data it was built from)")
+        return ("the model takes this column as text (it was built from text, e.g. a CSV's): give the values as "
+                "that text (dates: pandas .dt.strftime('%Y-%m-%d') for ISO dates, or the format of the data it was "
+                "built from)")
     return _hint(spec)
 
 

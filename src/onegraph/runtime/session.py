@@ -39,6 +39,7 @@ from onegraph.errors import (
     OutOfRangeError,
     RuntimeFailure,
     UnknownCategoryError,
+    whole_number,
 )
 from onegraph.runtime.frames import FrameTemplate
 
@@ -78,9 +79,9 @@ class Session:
 
     def __init__(self, model: Any, *, threads: int | None = None, batch_size: int = 65536,
                  trusted: bool = False, extra_outputs: bool = False) -> None:
-        if int(batch_size) < 1 or (threads is not None and int(threads) < 0):
-            raise ConfigError(f"batch_size={batch_size!r}, threads={threads!r}: batch_size must be >= 1 and "
-                              "threads >= 0 (0: onnxruntime's default)")
+        batch_size = whole_number("batch_size", batch_size)
+        if threads is not None:
+            threads = whole_number("threads", threads, 0, hint="give threads >= 0 (0 or None: onnxruntime's default)")
         source = read_model(model, trusted=trusted, purpose="run")
         options = session_options(threads=threads, folder=source.folder)
         try:
@@ -89,7 +90,7 @@ class Session:
             load_model(model if isinstance(model, (str, os.PathLike)) else source.data, trusted=True)  # no model?
             raise ModelFileError(f"onnxruntime cannot open {source.label}: {str(exc).strip()[:500]}",
                                  hint="check it with `onegraph check`") from None
-        self.batch_size = int(batch_size)
+        self.batch_size = batch_size
         fields, _ = meta.decode(self._session.get_modelmeta().custom_metadata_map,
                                 only=("inputs", "outputs", "sequence", "media"))
         ort_inputs = self._session.get_inputs()

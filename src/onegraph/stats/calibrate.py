@@ -41,6 +41,7 @@ from onegraph.errors import (
     MissingColumnError,
     ModelFileError,
     RuntimeFailure,
+    whole_number,
 )
 from onegraph.stats.accumulators import TensorAccumulator, TensorStats
 
@@ -244,9 +245,8 @@ def calibrate(model: Any, data: Any, *, tensors: Sequence[str] | None = None, op
     RuntimeFailure
         when onnxruntime fails on a batch.
     """
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-        raise ConfigError(f"batch_size {batch_size!r} is not a positive number of samples",
-                          hint="give batch_size >= 1 (command line: --batch-size N), e.g. 256")
+    batch_size = whole_number("batch_size", batch_size,
+                              hint="give batch_size >= 1 (command line: --batch-size N), e.g. 256")
     source = read_model(model)  # a file is checked first; an in-memory model is serialized
     light = _without_weights(load_model(source.data, trusted=True))
     selected = _select(light, tensors, op_types, functions, where)
