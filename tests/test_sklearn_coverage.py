@@ -178,17 +178,60 @@ def _penguins_species_and_encoding():
                                          (StandardScaler(), ["bill_length_mm", "flipper_length_mm"]))
 
 
-def test_members_that_encode_text_themselves_are_refused_with_the_shared_form():
-    """A new user's case: members that are pipelines with their own ColumnTransformer over text columns got
-    "encode them before the model" although they do; the reason now says what is exported and how."""
+def _members_with_own_encoding(case: str, ct):
+    from sklearn.compose import make_column_transformer
+    from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder
+
+    text_only = make_column_transformer((OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=-1),
+                                         ["island", "sex"]))
+    numbers_only = make_column_transformer((StandardScaler(), ["bill_length_mm", "bill_depth_mm"]))
+    lr = make_pipeline(ct, LogisticRegression(max_iter=500))
+    members = [("lr", lr), ("text", make_pipeline(text_only, RandomForestClassifier(20, random_state=0))),
+               ("numbers", make_pipeline(numbers_only, GaussianNB()))]
+    return {
+        "soft voting": lambda: VotingClassifier(members, voting="soft", weights=[2, 1, 1]),
+        "hard voting": lambda: VotingClassifier(members, voting="hard"),
+        "stacking": lambda: StackingClassifier(members, final_estimator=LogisticRegression(max_iter=500)),
+        "calibrated": lambda: CalibratedClassifierCV(lr, cv=3),
+        "text columns only": lambda: VotingClassifier(
+            [("onehot", make_pipeline(make_column_transformer((OneHotEncoder(), ["island", "sex"])),
+                                      LogisticRegression(max_iter=500))),
+             ("text", members[1][1])], voting="soft"),
+    }[case]()
 
 
+@pytest.mark.parametrize("case", ["soft voting", "hard voting", "stacking", "calibrated", "text columns only"])
+def test_members_that_encode_the_tables_text_themselves_export(case):
+    """A new user's case (the form scikit-learn's docs show for heterogeneous models): an ensemble whose
+    members are pipelines each with its own ColumnTransformer over the DataFrame's text and number columns was
+    refused ("share one preprocessing"). Each member's steps now start from the table's columns; the graph
+    scores as scikit-learn's predict / predict_proba."""
     x, y, ct = _penguins_species_and_encoding()
+    if case == "text columns only":
+        x = x[["island", "sex"]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = _members_with_own_encoding(case, ct).fit(x, y)
+    got = onegraph.score(onegraph.build(model, None, x), x)
+    assert (got["label"].to_numpy() == model.predict(x)).all()
+    if hasattr(model, "predict_proba") and case != "hard voting":
+        np.testing.assert_allclose(got.filter(like="probabilities_").to_numpy(float), model.predict_proba(x),
+                                   rtol=1e-9, atol=1e-12)
+
+
+def test_members_that_encode_text_themselves_beside_one_that_does_not_are_refused():
+    """A member fitted on the whole table without its own encoding (it takes the text as numbers) beside
+    pipelines that encode it: refused, saying what is exported and how."""
+    x, y, ct = _penguins_species_and_encoding()
+    x = x.assign(island=x["island"].astype("category"), sex=x["sex"].astype("category"))
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         vote = VotingClassifier([("a", make_pipeline(ct, LogisticRegression(max_iter=500))),
-                                 ("b", make_pipeline(ct, GaussianNB()))], voting="soft").fit(x, y)
-    with pytest.raises(onegraph.errors.ExportError, match=r"member\(s\) 'a', 'b' are pipelines .* share one "
+                                 ("b", HistGradientBoostingClassifier(max_iter=10, categorical_features="from_dtype"))],
+                                voting="soft").fit(x, y)
+    with pytest.raises(onegraph.errors.ExportError, match=r"member\(s\) 'a' are pipelines .* share one "
                                                           r"preprocessing: make_pipeline\(preprocessing"):
         onegraph.build(vote, None, x)
 

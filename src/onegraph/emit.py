@@ -118,6 +118,10 @@ class GraphBuilder:
         self._body: ir.Graph | None = None
         #: raised by :func:`~onegraph.export.adapters.onnx_graph.splice` to a spliced graph's newer IR version
         self.ir_version = IR_VERSION
+        #: the table's columns by name where a meta-estimator's members are pipelines that select and encode
+        #: them themselves (a voting ensemble of ``make_pipeline(ColumnTransformer(...), model)``): such a
+        #: member's steps start from these, text included, not from the numeric feature matrix
+        self.table_columns: dict[str, Col] | None = None
 
     # -- naming -------------------------------------------------------------------------------
     def unique(self, hint: str) -> str:

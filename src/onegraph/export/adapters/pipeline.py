@@ -34,7 +34,11 @@ def _transformed(pipe: Any, g: GraphBuilder, x: ir.Value) -> ir.Value:
     names = getattr(pipe, "feature_names_in_", None)
     width = int(getattr(pipe, "n_features_in_", 0) or (x.shape[1] if x.shape is not None else 0))
     names = [str(n) for n in names] if names is not None else [f"x{i}" for i in range(width)]
-    cols = g.block(x, names, "float", DOUBLE)
+    table = g.table_columns
+    if table is not None and all(n in table for n in names):  # a member selecting the table's columns itself
+        cols = [table[n] for n in names]
+    else:
+        cols = g.block(x, names, "float", DOUBLE)
     return g.matrix(emit_pipeline(sklearn.pipeline.Pipeline(pipe.steps[:-1]), g, cols), DOUBLE)
 
 
