@@ -148,3 +148,26 @@ def test_ensembles_refuse_models_that_do_not_combine():
             Ensemble("weighted", weights)
     with pytest.raises(ExportError, match="applies to the answer"):
         onegraph.compose(pre, {"lr": lr, "rf": rf}, frame, post=[TopK(2)])
+
+
+def test_a_voting_ensemble_of_whole_pipelines_composes_without_a_shared_preprocessing():
+    """Members that are each make_pipeline(ColumnTransformer over the table's text and numbers, model), the
+    ensemble given alone: compose refused them (text reaching a feature matrix); each member now starts from
+    the table's columns, and the artifact gives every member's answer and the ensemble's as scikit-learn."""
+    from sklearn.compose import make_column_transformer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder, StandardScaler
+
+    frame = onegraph.datasets.load_penguins().dropna().reset_index(drop=True)
+    y = frame.pop("species")
+    onehot = make_column_transformer((OneHotEncoder(handle_unknown="ignore"), ["island", "sex"]),
+                                     (StandardScaler(), ["bill_length_mm", "flipper_length_mm"]))
+    ordinal = make_column_transformer((OrdinalEncoder(), ["island"]), ("passthrough", ["bill_depth_mm"]))
+    vc = VotingClassifier([("lr", make_pipeline(onehot, LogisticRegression(max_iter=1000))),
+                           ("rf", make_pipeline(ordinal, RandomForestClassifier(n_estimators=15, random_state=0)))],
+                          voting="soft").fit(frame, y)
+    scores = onegraph.score(onegraph.compose(None, vc, frame), frame)
+    assert (scores["label"].to_numpy() == vc.predict(frame)).all()
+    np.testing.assert_allclose(_proba(scores, "", vc.classes_), vc.predict_proba(frame), rtol=1e-9, atol=1e-12)
+    for name, est in vc.named_estimators_.items():
+        np.testing.assert_allclose(_proba(scores, f"{name}.", vc.classes_), est.predict_proba(frame), atol=1e-12)

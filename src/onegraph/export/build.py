@@ -8,16 +8,16 @@ from typing import Any
 
 import numpy as np
 import onnx
-import onnx_ir as ir
 import pandas as pd
 import sklearn
 
 from onegraph.contract.columns import ColumnSpec, spec_for
 from onegraph.contract.tables import as_pandas
-from onegraph.emit import DOUBLE, INT64, Col, GraphBuilder
+from onegraph.emit import DOUBLE, Col, GraphBuilder
 from onegraph.errors import ExportError
 from onegraph.export import assemble
 from onegraph.export.adapters.contract import qualified_name
+from onegraph.export.members import feature_matrix, members, table_pipelines
 from onegraph.export.sources import (
     column_key,
     expected_outputs,
@@ -229,12 +229,13 @@ def _emit(preprocessing: Any, model: Any, specs: list[ColumnSpec], name: str) ->
         if own:
             with g.scope(step_name(model), model):
                 cols = hgb_categories(model, g, cols)
-        tables = _table_members(model, cols)
-        if tables:  # its member pipelines start from the table's columns (text included)
-            g.table_columns = {c.name: c for c in cols}
-            cols = [c for c in cols if c.kind not in _NOT_NUMBERS] or cols[:0]
-        _check_model_inputs(model, cols, fitted=not tables)
-        x = g.matrix(cols, DOUBLE) if cols or not tables else _no_columns(g)
+        names = getattr(model, "feature_names_in_", None)
+        if table_pipelines([m for _, m in members(model)], cols) and names is not None and [
+                str(n) for n in names] == [c.name for c in cols]:  # its members start from the table's columns
+            x = feature_matrix(g, cols)
+        else:
+            _check_model_inputs(model, cols)
+            x = g.matrix(cols, DOUBLE)
         with g.scope(step_name(model), model):
             result = emit_hgb_trees(model, g, x) if own else emit_model(model, g, x)
         return g, assemble.declare_outputs(g, result, input_names)
@@ -272,38 +273,10 @@ def _refuse_wide_early(preprocessing: Any, row: pd.DataFrame) -> None:
     _refuse_wide(int(width))
 
 
-#: column kinds a model's feature matrix cannot hold
-_NOT_NUMBERS = ("string", "datetime", "timedelta")
-
-
-def _table_members(model: Any, cols: list[Col]) -> bool:
-    """Whether ``model`` is a meta-estimator (voting, stacking, calibration) whose members are pipelines that
-    select the table's columns by name and encode its text themselves (scikit-learn hands each member the
-    whole DataFrame), text reaching it: then each member is emitted from the table's columns."""
-    from sklearn.pipeline import Pipeline
-
-    members = _members(model)
-    if not any(c.kind in _NOT_NUMBERS for c in cols) or not members or not all(
-            isinstance(m, Pipeline) for _, m in members):
-        return False  # a member taking the whole table as numbers cannot take its text: refused below
-    names = getattr(model, "feature_names_in_", None)
-    return names is not None and [str(n) for n in names] == [c.name for c in cols]
-
-
-def _no_columns(g: GraphBuilder) -> ir.Value:
-    """A ``[N, 0]`` double matrix, for a meta-estimator whose members take only the table's text columns (their
-    pipelines start from :attr:`GraphBuilder.table_columns`, none reads it)."""
-    first = next(iter(g.table_columns.values()))
-    rows = g.op("Shape", g.vector(first), start=0, end=1, dtype=INT64)
-    shape = g.op("Concat", rows, g.const(np.array([0], np.int64), "zero_width"), axis=0, dtype=INT64)
-    return g.op("ConstantOfShape", shape, value=ir.tensor(np.zeros(1, np.float64)), dtype=DOUBLE)
-
-
-def _check_model_inputs(model: Any, cols: list[Col], fitted: bool = True) -> None:
+def _check_model_inputs(model: Any, cols: list[Col]) -> None:
     """A model takes a matrix of numbers, as many as it was fitted on: say which columns are not, or how many
-    it takes against how many reach it, and what to do. ``fitted=False``: the count is not checked (its
-    members take the table's columns, :func:`_table_members`)."""
-    fitted = getattr(model, "n_features_in_", None) if fitted else None
+    it takes against how many reach it, and what to do."""
+    fitted = getattr(model, "n_features_in_", None)
     if isinstance(fitted, (int, np.integer)) and int(fitted) != len(cols):
         raise ExportError(f"{type(model).__name__} was fitted on {int(fitted)} features but the preprocessing gives "
                           f"{len(cols)}", hint="fit the model on the preprocessing's output (or pass them as one "
@@ -327,20 +300,11 @@ def _check_model_inputs(model: Any, cols: list[Col], fitted: bool = True) -> Non
                       hint="encode them before the model (onegraph.frame.OneHotEncoder, OrdinalEncoder, DateParts)")
 
 
-def _members(model: Any) -> list[tuple[str, Any]]:
-    """A meta-estimator's members (voting, stacking, calibration, target transform) by name."""
-    members = [(n, m) for n, m in getattr(model, "named_estimators_", {}).items() if m != "drop"]
-    for attr in ("estimator", "regressor", "estimator_", "regressor_"):
-        if getattr(model, attr, None) is not None:
-            members.append((attr, getattr(model, attr)))
-    return members
-
-
 def _members_with_own_preprocessing(model: Any) -> list[str]:
     """Names of the pipelines among a meta-estimator's members."""
     from sklearn.pipeline import Pipeline
 
-    return [repr(name) for name, member in _members(model) if isinstance(member, Pipeline)]
+    return [repr(name) for name, member in members(model) if isinstance(member, Pipeline)]
 
 
 def _training_metadata(preprocessing: Any, model: Any, frame: pd.DataFrame) -> dict[str, Any]:

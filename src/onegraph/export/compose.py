@@ -44,6 +44,7 @@ from onegraph.export.combine import (
     post_processed,
 )
 from onegraph.export.ensemble import Ensemble
+from onegraph.export.members import feature_matrix, table_pipelines
 from onegraph.export.postprocess import PostStep
 from onegraph.export.sources import column_key, input_columns
 from onegraph.verify.parity import outputs_parity
@@ -116,11 +117,14 @@ def compose(preprocessing: Any, models: Any, sample: Any, *, ensemble: Ensemble 
 
     g = GraphBuilder(name)
     cols, producer = _features(g, preprocessing, specs)
-    kinds = {c.kind for c in cols}
-    for model_name, a in adapters.items():
-        a.consumes.check(f"model {model_name!r} ({a.source})", producer, len(cols), kinds,
-                         steps=seq.window if seq else None)
-    x = g.matrix(cols, DOUBLE)
+    if preprocessing is None and seq is None and table_pipelines([a.model for a in adapters.values()], cols):
+        x = feature_matrix(g, cols)  # pipelines encoding the table's columns themselves (a split voting ensemble)
+    else:
+        kinds = {c.kind for c in cols}
+        for model_name, a in adapters.items():
+            a.consumes.check(f"model {model_name!r} ({a.source})", producer, len(cols), kinds,
+                             steps=seq.window if seq else None)
+        x = g.matrix(cols, DOUBLE)
     if seq is not None:
         x = _windows(g, x, len(cols), seq)
     outs: dict[str, ModelOutputs] = {}
