@@ -352,18 +352,14 @@ def _typed_categories(frame: pd.DataFrame) -> pd.DataFrame:
     }, index=frame.index)
 
 
-@pytest.mark.parametrize("encoder", ["OneHotEncoder", "OrdinalEncoder"])
-def test_category_columns_of_bools_dates_and_intervals_export_with_scikit_learn_encoders(penguins, encoder):
-    """A category column of bools was encoded as the text 'True' while scikit-learn encodes 1.0 (parity
-    failed); of datetimes / dates / timedeltas / intervals, build raised float()'s TypeError. The graph now
-    scores as scikit-learn's predict_proba, on rows with categories never seen in fit too."""
-    frame = _typed_categories(penguins)
-    y = penguins["species"]
-    fit_rows = penguins["year"] != 2009  # 2009's dates are never seen in fit
+def _encoded_like_scikit_learn(frame: pd.DataFrame, y: pd.Series, fit_rows: pd.Series, encoder: str):
+    """``frame``'s first column passed through and the others encoded by scikit-learn's ``encoder`` before a
+    logistic regression fitted on ``fit_rows``; built from those rows, scored on all: asserts the graph's
+    probabilities and labels are scikit-learn's; returns the scores and the model."""
     encode = (sklearn.preprocessing.OneHotEncoder(handle_unknown="ignore") if encoder == "OneHotEncoder" else
               sklearn.preprocessing.OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=-1,
                                                    encoded_missing_value=-2))
-    pipeline = make_pipeline(ColumnTransformer([("n", "passthrough", ["bill_length_mm"]),
+    pipeline = make_pipeline(ColumnTransformer([("n", "passthrough", [frame.columns[0]]),
                                                 ("c", encode, list(frame.columns[1:]))]),
                              LogisticRegression(max_iter=2000)).fit(frame[fit_rows], y[fit_rows])
     model = onegraph.build(pipeline, None, sample=frame[fit_rows])
@@ -371,6 +367,17 @@ def test_category_columns_of_bools_dates_and_intervals_export_with_scikit_learn_
     np.testing.assert_allclose(got.filter(like="probabilities_").to_numpy(float), pipeline.predict_proba(frame),
                                rtol=1e-9, atol=1e-12)
     assert (got["label"].to_numpy() == pipeline.predict(frame)).all()
+    return got, model
+
+
+@pytest.mark.parametrize("encoder", ["OneHotEncoder", "OrdinalEncoder"])
+def test_category_columns_of_bools_dates_and_intervals_export_with_scikit_learn_encoders(penguins, encoder):
+    """A category column of bools was encoded as the text 'True' while scikit-learn encodes 1.0 (parity
+    failed); of datetimes / dates / timedeltas / intervals, build raised float()'s TypeError. The graph now
+    scores as scikit-learn's predict_proba, on rows with categories never seen in fit too."""
+    frame = _typed_categories(penguins)
+    # 2009's dates are never seen in fit
+    got, model = _encoded_like_scikit_learn(frame, penguins["species"], penguins["year"] != 2009, encoder)
     male = onegraph.score(model, frame.assign(male=frame["male"].astype("boolean")))  # plain booleans score alike
     pd.testing.assert_frame_equal(male, got)
 
@@ -388,16 +395,4 @@ def test_scikit_learn_encoders_of_plain_datetime_and_timedelta_columns(penguins,
         "season_paris": stamps.dt.tz_localize("Europe/Paris"),
         "age": pd.to_timedelta(penguins["year"] - 2006, unit="D"),
     }, index=penguins.index)
-    y = penguins["species"]
-    fit_rows = penguins["year"] != 2009  # 2009's dates are never seen in fit
-    encode = (sklearn.preprocessing.OneHotEncoder(handle_unknown="ignore") if encoder == "OneHotEncoder" else
-              sklearn.preprocessing.OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=-1,
-                                                   encoded_missing_value=-2))
-    pipeline = make_pipeline(ColumnTransformer([("n", "passthrough", ["bill_length_mm"]),
-                                                ("c", encode, ["season", "season_paris", "age"])]),
-                             LogisticRegression(max_iter=2000)).fit(frame[fit_rows], y[fit_rows])
-    model = onegraph.build(pipeline, None, sample=frame[fit_rows])
-    got = onegraph.score(model, frame)
-    np.testing.assert_allclose(got.filter(like="probabilities_").to_numpy(float), pipeline.predict_proba(frame),
-                               rtol=1e-9, atol=1e-12)
-    assert (got["label"].to_numpy() == pipeline.predict(frame)).all()
+    _encoded_like_scikit_learn(frame, penguins["species"], penguins["year"] != 2009, encoder)
