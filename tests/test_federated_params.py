@@ -17,6 +17,8 @@ from onnx import numpy_helper
 from onnx.reference import ReferenceEvaluator
 from safetensors import safe_open
 
+import onegraph.io
+from onegraph import errors as og_errors
 from onegraph import federated as fed
 from onegraph.errors import FederatedError
 from onegraph.federated.aggregate import chunks
@@ -87,12 +89,18 @@ def test_get_and_set_copy_and_never_touch_the_input():
     ({"nope": np.zeros(3)}, "has no initializer 'nope'"),
     ({"bias": np.zeros(4)}, "'bias': the value has shape [4], the model has [3]"),
     ({"bias": np.array([0.0, np.nan, 1.0])}, "'bias': the value holds NaN or infinity"),
+    # finite in float64, beyond float32: it was written as inf, with only numpy's RuntimeWarning
+    ({"bias": np.array([0.0, 1e300, 1.0])}, "'bias': the value 1e+300 at [1] is beyond the range of float"),
     ({"w_zp": np.float32(2.5)}, "'w_zp' is quantized (int8): the values do not convert exactly"),
     ({"shape": np.array([-1.0, 3.5])}, "'shape' is integer (int64): the values do not convert exactly"),
 ])
 def test_set_refuses_naming_the_parameter(values, words):
-    with pytest.raises(FederatedError) as info:
-        fed.set_parameters(fm.model(), values)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # one error, no numpy warning before it
+        with pytest.raises(FederatedError) as info:
+            fed.set_parameters(fm.model(), values)
     assert words in str(info.value)
     assert info.value.parameter == next(iter(values))
 
@@ -212,3 +220,28 @@ def test_non_finite_constants_are_not_exchanged_by_default(penguins_onnx, tmp_pa
     with pytest.raises(FederatedError, match="NaN or infinite"):  # named, it is exchanged and refused by name
         fed.make_delta(penguins_onnx, penguins_onnx, tmp_path / "e.safetensors", samples=3, trusted=True,
                        select_patterns=[constants[0]])
+
+
+def test_an_apply_whose_sum_overflows_the_parameter_type_is_one_error(tmp_path):
+    """Two deltas each near float32's maximum: their sum overflows float32. The refusal was preceded by numpy's
+    RuntimeWarning (three lines of stderr); it is the one error now. A working memory below one byte is
+    refused too (0 and -5 were taken)."""
+    import warnings
+
+    values = fm.parameters()
+    values["bias"] = values["bias"].copy()
+    values["bias"][0] = 3.3e38
+    base, local = tmp_path / "base.onnx", tmp_path / "local.onnx"
+    onegraph.io.save_model(fm.model(), base)
+    onegraph.io.save_model(fm.model(values), local)
+    deltas = [tmp_path / f"d{i}.safetensors" for i in range(2)]
+    for delta in deltas:
+        fed.make_delta(local, base, delta, samples=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(FederatedError, match="'bias': the merged value overflows float"):
+            fed.apply_deltas(base, deltas, path=tmp_path / "out.onnx")
+    assert not (tmp_path / "out.onnx").exists()
+    for memory in (0, -5, 1.5):
+        with pytest.raises(og_errors.ConfigError, match=rf"memory={memory!r} is not a whole number"):
+            fed.apply_deltas(base, deltas[:1], memory=memory)

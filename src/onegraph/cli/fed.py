@@ -22,7 +22,7 @@ _Select = Annotated[Optional[list[str]], typer.Option(
 _Base = Annotated[Path, typer.Argument(help="The model every delta was computed against (never changed).")]
 _Deltas = Annotated[list[Path], typer.Argument(help="Delta files (onegraph fed delta).")]
 _Out = Annotated[Path, typer.Option("-o", "--output", help="Where to write the merged model (atomically).")]
-_Memory = Annotated[int, typer.Option("--memory-mb", help="Working memory per chunk, MiB (the deltas are streamed).")]
+_Memory = Annotated[int, typer.Option("--memory-mb", min=1, help="Working memory per chunk, MiB (the deltas are streamed).")]
 
 
 def _size(n_bytes: int) -> str:

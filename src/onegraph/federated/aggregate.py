@@ -39,7 +39,7 @@ import onnx
 import onnx_ir as ir
 
 from onegraph.check import irsafe
-from onegraph.errors import FederatedError
+from onegraph.errors import FederatedError, whole_number
 from onegraph.federated.deltas import DeltaHeader, last_round, read_header, read_slice
 from onegraph.federated.fingerprint import dtype_name
 from onegraph.federated.params import Loaded, kind_of, load
@@ -106,6 +106,7 @@ def apply_deltas(base: Any, deltas: Sequence[str | os.PathLike], *, path: str | 
 
 def _merge(base: Any, deltas: Sequence[str | os.PathLike], method: str, trim: float | None,
            path: str | os.PathLike | None, memory: int, trusted: bool) -> onnx.ModelProto:
+    memory = whole_number("memory", memory, hint="give the working memory of one chunk in bytes, e.g. 64 << 20")
     if path is not None:
         from onegraph.io import check_output_path
 
@@ -246,8 +247,9 @@ class _Parameter:
             if self.mode == "exact":
                 out[index] = self._agreed(index)
             else:
-                merged = base[index].astype(np.float64) + self._combine(index)
-                out[index] = merged.astype(base.dtype)
+                with np.errstate(over="ignore", invalid="ignore"):  # an overflow is refused below, in one line
+                    merged = base[index].astype(np.float64) + self._combine(index)
+                    out[index] = merged.astype(base.dtype)
                 if not np.isfinite(out[index]).all():
                     raise FederatedError(f"parameter {self.name!r}: the merged value overflows "
                                          f"{dtype_name(self.base.dtype)}", parameter=self.name,

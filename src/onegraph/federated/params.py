@@ -286,7 +286,13 @@ def _converted(loaded: Loaded, value: ir.Value, given: np.ndarray) -> np.ndarray
                              f"has {list(shape)}", parameter=name, hint="give an array of the initializer's shape")
     if given.dtype.kind in "fc" and not np.isfinite(given).all():
         raise FederatedError(f"parameter {name!r}: the value holds NaN or infinity", parameter=name)
-    converted = given.astype(target)
+    with np.errstate(over="ignore", invalid="ignore"):
+        converted = given.astype(target)
+    if kind == "float" and not np.isfinite(converted.astype(np.float64)).all():
+        row = np.unravel_index(int(np.flatnonzero(~np.isfinite(converted.astype(np.float64)))[0]), shape)
+        raise FederatedError(f"parameter {name!r}: the value {given[row]:g} at {list(map(int, row))} is beyond the "
+                             f"range of {_dtype(value)}, the parameter's type (it would be infinite)", parameter=name,
+                             hint=f"give values within {_dtype(value)}'s range")
     if kind != "float" and not np.array_equal(converted.astype(given.dtype), given):
         raise FederatedError(f"parameter {name!r} is {kind} ({_dtype(value)}): the values do not convert "
                              "exactly", parameter=name, hint=f"give {_dtype(value)} values")
