@@ -184,3 +184,25 @@ def test_inf_gives_a_finite_scale(tmp_path):
     assert stats.range == (-2.0, 1.0) and stats.posinf == 1
     scale, zp = scale_zero_point(*stats.range, "uint8")
     assert scale == np.float32(3 / 255) and zp == 170
+
+
+def test_data_of_another_shape_or_type_is_refused_naming_the_input_and_both_shapes(tmp_path):
+    """A new user's case: calibration data one column wider than the model's input failed with onnxruntime's
+    own three-line text, cut at "(...)" on the command line before the shapes. It is one line naming the
+    input and both shapes, before any run; text where numbers go is named too. A bfloat16 tensor's statistics
+    keep its type (they said float32, the type of the Cast it is read through)."""
+    model, x = cnn()
+    with pytest.raises(DataError, match=r"^input 'x' of the model: the data's shape \[5, 1, 8, 9\] does not fit "
+                                        r"the model's \['N', 1, 8, 8\]"):
+        calibrate(model, {"x": np.zeros((5, 1, 8, 9), np.float32)}, progress=False)
+    with pytest.raises(DataError, match=r"^input 'x': <U1 values where the model takes float32"):
+        calibrate(model, {"x": np.full((5, 1, 8, 8), "a")}, progress=False)
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph([helper.make_node("Cast", ["x"], ["c"], to=TensorProto.BFLOAT16),
+                               helper.make_node("Cast", ["c"], ["y"], to=TensorProto.FLOAT)], "bf",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 4])])
+    bf = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    stats = calibrate(bf, {"x": x.reshape(-1, 4)[:40]}, progress=False).stats()
+    assert stats["c"].dtype == "bfloat16" and stats["y"].dtype == "float32"

@@ -43,6 +43,7 @@ from onegraph.errors import (
     RuntimeFailure,
     whole_number,
 )
+from onegraph.runtime.arrays import check_array_feeds
 from onegraph.stats.accumulators import TensorAccumulator, TensorStats
 
 __all__ = ["FLOAT_TYPES", "Calibration", "select_tensors", "calibrate", "annotate_model"]
@@ -264,6 +265,9 @@ def calibrate(model: Any, data: Any, *, tensors: Sequence[str] | None = None, op
                                   sketch_rate=_rate(per_sample[t.name], sketch_per_sample),
                                   seed=None if seed is None else seed + i, **settings)
         for i, t in enumerate(selected)}
+    for t in selected:  # read through a Cast to float32 (exact): the statistics keep the tensor's own type
+        if t.elem_type == onnx.TensorProto.BFLOAT16:
+            accumulators[t.name].dtype = "bfloat16"
     buffers = {name: _Buffer(accumulators[name]) for name, size in per_sample.items() if size is not None}
     output_names = list(exposed.values())
 
@@ -432,6 +436,7 @@ class _Runner:
         except Exception as exc:  # onnxruntime's own exception types
             raise ModelFileError(f"onnxruntime cannot open the model: {str(exc).strip()[:500]}") from None
         self.inputs = {i.name: _NUMPY.get(i.type) for i in session.get_inputs()}
+        self._declared = session.get_inputs()
         first = {i.name: i.shape[0] for i in session.get_inputs() if i.shape and isinstance(i.shape[0], int)}
         empty = [name for name, size in first.items() if size < 1]
         if empty:
@@ -500,6 +505,9 @@ class _Runner:
             arr = np.asarray(feeds[name])
             if dtype is not None and arr.dtype != dtype and arr.dtype.kind in "biuf":
                 arr = arr.astype(dtype)
+            elif dtype is not None and arr.dtype != dtype:
+                raise DataError(f"input {name!r}: {arr.dtype} values where the model takes {np.dtype(dtype).name}",
+                                hint=f"give {np.dtype(dtype).name} arrays (numbers)")
             if arr.ndim == 0:
                 raise DataError(f"input {name!r}: a scalar is no batch",
                                 hint="give an array whose first axis is samples")
@@ -508,6 +516,8 @@ class _Runner:
         if len(lengths) > 1:
             raise DataError(f"the inputs have different numbers of samples ({sorted(lengths)})",
                             hint="give every input the same first axis")
+        if not self.table:  # the batch axis is sliced to the model's fixed size, if any: not compared
+            check_array_feeds(self._declared, out, "the model", any_batch=True)
         return out
 
     def _sliced(self, n: int, feeds: dict[str, np.ndarray], batch_size: int) -> Iterator[tuple[int, dict]]:

@@ -9,7 +9,8 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 
-from onegraph.errors import DataError, RuntimeFailure
+from onegraph.errors import RuntimeFailure
+from onegraph.runtime.arrays import check_array_feeds
 from onegraph.verify.parity import OutputParity, compare
 
 __all__ = ["LEVELS", "session", "run", "as_array", "Agreement", "agreement"]
@@ -44,30 +45,13 @@ def run(model: onnx.ModelProto | bytes, feeds: dict[str, np.ndarray], *, level: 
     sess = session(model, level=level, what=what)
     names = [o.name for o in sess.get_outputs()]
     wanted = {i.name for i in sess.get_inputs()}
-    _check_feeds(sess, feeds, what)
+    check_array_feeds(sess.get_inputs(), feeds, what,
+                      missing_hint="compare models that take the same inputs, with data naming each of them")
     try:
         values = sess.run(names, {k: v for k, v in feeds.items() if k in wanted})
     except Exception as exc:  # onnxruntime's own exception types
         raise RuntimeFailure(f"onnxruntime failed to run {what}: {str(exc).strip()[:600]}") from None
     return dict(zip(names, values))
-
-
-def _check_feeds(sess: ort.InferenceSession, feeds: dict[str, np.ndarray], what: str) -> None:
-    """:class:`DataError` naming the input of ``what`` that ``feeds`` lack, or whose array has another rank or
-    another size along a fixed dimension (onnxruntime's own message for it is cut before the shapes)."""
-    missing = [i.name for i in sess.get_inputs() if i.name not in feeds]
-    if missing:
-        raise DataError(f"{what} takes input(s) {missing[:5]} that the data does not give (it gives "
-                        f"{sorted(feeds)[:5]})", hint="compare models that take the same inputs, with data naming "
-                                                      "each of them")
-    for i in sess.get_inputs():
-        shape = np.shape(feeds[i.name])
-        declared = list(i.shape)
-        fits = len(shape) == len(declared) and all(not isinstance(d, int) or d == s for d, s in zip(declared, shape))
-        if declared and not fits:
-            shown = [d if isinstance(d, int) else (d or "?") for d in declared]
-            raise DataError(f"input {i.name!r} of {what}: the data's shape {list(shape)} does not fit the "
-                            f"model's {shown}", hint="give arrays of the input's shape (in .npz: one array per input)")
 
 
 def as_array(value: Any) -> np.ndarray:
