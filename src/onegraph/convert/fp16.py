@@ -41,7 +41,7 @@ from onegraph.convert.report import ConversionReport, NodeConversion
 from onegraph.errors import ConversionError, OnegraphError
 from onegraph.io import save_model
 from onegraph.verify.feeds import model_feeds
-from onegraph.verify.intermediates import expose, inlined
+from onegraph.verify.intermediates import expose, inlined, with_types
 from onegraph.verify.lowprec import (
     FORMATS,
     cast_feeds,
@@ -117,7 +117,7 @@ def convert_float16(model: Any, *, data: Any = None, rows: int = 64, fmt: str = 
     values = dict(feeds)
     values.update(run(exposed, feeds, what="the float32 model"))
     measures = measure(fp32, values, fmt)
-    blocked = {m.name: m.reason for m in decide(measures, fmt, max_error)}
+    blocked = {m.name: m.reason for m in decide(measures, fmt, max_error)} | _casts_of_other_floats(fp32)
     expected = {o.name: values[o.name] for o in fp32.graph.output}
     report = ConversionReport(fmt, "float32", fmt)
     n = next((len(v) for v in feeds.values() if np.ndim(v)), 1)
@@ -194,6 +194,26 @@ def _named(model: onnx.ModelProto) -> onnx.ModelProto:
             node.name = name
             seen.add(name)
     return model
+
+
+#: float types a model may cast to and from that the conversion leaves as written
+_OTHER_FLOATS = frozenset(t for name, t in onnx.TensorProto.DataType.items() if name.startswith(("BFLOAT16", "FLOAT8")))
+
+
+def _casts_of_other_floats(fp32: onnx.ModelProto) -> dict[str, str]:
+    """The Cast nodes to or from bfloat16 / float8 (a model's own low-precision steps), kept float32 on their
+    float side: onnxconverter-common retypes such a Cast's float output as float16 and leaves its ``to``, which
+    onnxruntime then refuses to open."""
+    typed = with_types(fp32)
+    types = {v.name: v.type.tensor_type.elem_type for v in (*typed.graph.value_info, *typed.graph.input)}
+    found = {}
+    for node in typed.graph.node:
+        if node.op_type != "Cast":
+            continue
+        to = next((a.i for a in node.attribute if a.name == "to"), None)
+        if to in _OTHER_FLOATS or types.get(node.input[0]) in _OTHER_FLOATS:
+            found[node.name] = "a Cast to or from bfloat16 / float8, kept as the model has it"
+    return found
 
 
 def to_low_precision(fp32: onnx.ModelProto, block: list[str], fmt: str, keep_io_types: bool) -> onnx.ModelProto:

@@ -36,8 +36,14 @@ def with_types(model: onnx.ModelProto) -> onnx.ModelProto:
         return model
 
 
+#: element types onnxruntime computes but cannot hand to numpy ("No corresponding Numpy type"): not exposed
+_UNFETCHABLE = frozenset(t for t in ir.DataType if t.name.startswith(("BFLOAT16", "FLOAT8", "FLOAT4", "INT4", "UINT4",
+                                                                      "INT2", "UINT2")))
+
+
 def expose(model: onnx.ModelProto, names: set[str] | None = None) -> tuple[onnx.ModelProto, list[str]]:
-    """A copy of ``model`` (functions inlined) whose graph outputs include every typed node output.
+    """A copy of ``model`` (functions inlined) whose graph outputs include every typed node output (but those of
+    a type onnxruntime cannot return to numpy: bfloat16, float8, 4-bit).
 
     Parameters
     ----------
@@ -60,6 +66,8 @@ def expose(model: onnx.ModelProto, names: set[str] | None = None) -> tuple[onnx.
             if value is None or not value.name or value.type is None:
                 continue
             if not isinstance(value.type, ir.TensorType) or value.dtype in (None, ir.DataType.UNDEFINED):
+                continue
+            if value.dtype in _UNFETCHABLE:  # onnxruntime's Python binding has no numpy type for them
                 continue
             if names is not None and value.name not in names:
                 continue
