@@ -113,6 +113,8 @@ def test_bad_options_are_refused_before_the_calibration_runs(tmp_path, cli):
         # was an internal error (range() arg 3 must not be zero) and "the calibration data holds no sample"
         (bad, ["--batch-size", "0"], "batch_size=0 is not a whole number >= 1"),
         (bad, ["--batch-size", "-3"], "batch_size=-3 is not a whole number >= 1"),
+        # no tensor has an axis 5: per-tensor scales were written, exit 0, without a word
+        (good, ["--per-channel", "--channel-axis", "5"], "no observed tensor has a fixed-size axis 5"),
     ]:
         argv = ["stats", "calibrate", str(path), "--data", str(data), *args]
         if "-o" not in args:

@@ -201,7 +201,8 @@ def calibrate(model: Any, data: Any, *, tensors: Sequence[str] | None = None, op
               functions: Sequence[str] | None = None, where: Callable[[Any], bool] | None = None,
               batch_size: int = 256, channel_axis: int | None = 1, bins: int = 1024, sketch_k: int = 200,
               std_k: Sequence[float] = (3.0,), sketch_per_sample: int | None = 16, seed: int | None = 0,
-              progress: bool | None = None, threads: int | None = None) -> Calibration:
+              progress: bool | None = None, threads: int | None = None,
+              require_channels: bool = False) -> Calibration:
     """Statistics of a model's float tensors over calibration data, one batch at a time.
 
     Parameters
@@ -229,6 +230,9 @@ def calibrate(model: Any, data: Any, *, tensors: Sequence[str] | None = None, op
         Show a progress bar on stderr (default: when stderr is a terminal).
     threads:
         onnxruntime intra-op threads (default: onnxruntime's, all cores).
+    require_channels:
+        Refuse, before any run, a selection in which no tensor has a fixed-size ``channel_axis`` (per-channel
+        quantization parameters asked for would all fall back to per-tensor ones).
 
     Returns
     -------
@@ -268,6 +272,10 @@ def calibrate(model: Any, data: Any, *, tensors: Sequence[str] | None = None, op
     for t in selected:  # read through a Cast to float32 (exact): the statistics keep the tensor's own type
         if t.elem_type == onnx.TensorProto.BFLOAT16:
             accumulators[t.name].dtype = "bfloat16"
+    if require_channels and all(acc.channel_axis is None for acc in accumulators.values()):
+        raise ConfigError(f"per-channel parameters asked for, but no observed tensor has a fixed-size axis "
+                          f"{channel_axis}", hint="give the channel axis the tensors have (command line: "
+                          "--channel-axis N; 1 for NCHW), or leave out --per-channel")
     buffers = {name: _Buffer(accumulators[name]) for name, size in per_sample.items() if size is not None}
     output_names = list(exposed.values())
 
@@ -616,7 +624,7 @@ def annotate_model(model: Any, data: Any, *, quant_type: str | None = "uint8", m
     from onegraph.stats.qparams import check_options, quant_params
 
     check_options(quant_type, method)
-    calibration = calibrate(model, data, **options)
+    calibration = calibrate(model, data, require_channels=per_channel and quant_type is not None, **options)
     stats = calibration.stats()
     qparams = {}
     if quant_type is not None:
