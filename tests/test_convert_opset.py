@@ -13,7 +13,7 @@ from onnx import helper, numpy_helper, version_converter
 
 from onegraph.convert import convert_opset
 from onegraph.convert.opset_adapters import TARGET_DOMAIN
-from onegraph.errors import ConversionError
+from onegraph.errors import ConfigError, ConversionError
 
 CURRENT = onnx.defs.onnx_opset_version()
 TARGETS = sorted({13, 17, 21, CURRENT})
@@ -362,3 +362,11 @@ def test_cli_refuses_opsets_onnx_does_not_define(tmp_path, cli, args, message):
     top = onnx.defs.onnx_ml_opset_version() if "--ml-opset" in args else CURRENT
     assert result.returncode == 1 and message in result.stderr and f"1 to {top}" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "out.onnx").exists()
+
+
+@pytest.mark.parametrize("opset, ml_opset", [("13", None), (13.5, None), (None, None), (13, "3")])
+def test_the_python_api_refuses_an_opset_that_is_not_a_whole_number(opset, ml_opset):
+    """convert_opset(model, "13") raised "'<=' not supported between instances of 'int' and 'str'"."""
+    model, _, _ = torch_model("mlp")
+    with pytest.raises(ConfigError, match="is not a whole number"):
+        convert_opset(model, opset, ml_opset=ml_opset)

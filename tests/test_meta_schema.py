@@ -175,13 +175,34 @@ def test_standard_keys_must_agree_and_are_aliases():
     assert props == {PREFIX + "license": "MIT", "model_license": "MIT"}
 
 
+GHOSTS = {"transfer_learning": {"base_model": "b", "frozen": ["coef", "ghost"]},
+          "precision": {"dtypes": ["double"], "regions": [{"dtype": "float16", "nodes": ["nope"]}]},
+          "outputs": [{"name": "verdict", "role": "label"}],
+          "inputs": []}
+
+
 def test_names_must_exist_in_the_graph():
-    md = read_metadata(set_metadata(tiny_model(), {
-        "transfer_learning": {"base_model": "b", "frozen": ["coef", "ghost"]},
-        "precision": {"dtypes": ["double"], "regions": [{"dtype": "float16", "nodes": ["nope"]}]},
-        "outputs": [{"name": "verdict", "role": "label"}]}, trusted=True))
-    assert sorted(e.key for e in md.errors) == [PREFIX + "outputs", PREFIX + "precision", PREFIX + "transfer_learning"]
+    """read_metadata names each key whose names the graph lacks (a model written by another tool)."""
+    model = tiny_model()
+    for key, value in GHOSTS.items():
+        model.metadata_props.add(key=PREFIX + key, value=json.dumps(value))
+    md = read_metadata(model)
+    assert sorted(e.key for e in md.errors) == sorted(PREFIX + k for k in GHOSTS)
     assert "ghost" in str(md.errors) and "nope" in str(md.errors)
+
+
+@pytest.mark.parametrize("key", sorted(GHOSTS))
+def test_set_refuses_a_value_the_graph_contradicts(key):
+    """A new user's case: `meta set MODEL inputs=[]` wrote a model that `meta validate` refused and `score`
+    could not open (its hint naming the wrong key). set_metadata refuses such a value, naming the key."""
+    with pytest.raises(onegraph.errors.MetadataError) as info:
+        set_metadata(tiny_model(), {key: GHOSTS[key]}, trusted=True)
+    assert info.value.key == PREFIX + key
+
+
+def test_set_refuses_a_key_that_is_not_text():
+    with pytest.raises(onegraph.errors.MetadataError, match="a key is text, not int"):
+        set_metadata(tiny_model(), {5: "x"}, trusted=True)
 
 
 def test_newer_schema_versions_are_noted_not_refused():
@@ -271,13 +292,29 @@ def test_inputs_that_describe_no_graph_input_are_a_problem_for_validate_and_scor
     "takes table columns, not a folder of images" of a CSV: an inputs list must describe every graph input (but
     the ones other fields describe: a sequence model's window index, a media model's tensor)."""
     emptied = tmp_path / "emptied.onnx"
-    assert cli("meta", "set", str(penguins_onnx), "inputs=[]", "-o", str(emptied)).returncode == 0  # a valid value
+    refused = cli("meta", "set", str(penguins_onnx), "inputs=[]", "-o", str(emptied))  # valid JSON, not for this graph
+    assert refused.returncode == 1 and "'org.onegraph.inputs': does not describe the graph's input(s)" in refused.stderr
+    assert not emptied.exists()
+    _written_by_another_tool(penguins_onnx, emptied, "inputs", "[]")
     result = cli("meta", "validate", str(emptied))
     assert result.returncode == 1 and "does not describe the graph's input(s)" in result.stdout, result.stdout
     penguins.head(3).to_csv(tmp_path / "rows.csv", index=False)
     result = cli("score", str(emptied), str(tmp_path / "rows.csv"), "-o", str(tmp_path / "s.csv"))
     assert result.returncode == 1 and "org.onegraph.inputs" in result.stderr, result.stderr
     assert "does not describe the graph's input(s) ['island'" in result.stderr
+    assert "--remove inputs" in result.stderr  # the hint named `--remove outputs`
+
+
+def _written_by_another_tool(model, path, key: str, value: str) -> None:
+    """``model`` with the metadata ``key`` set to ``value`` as a tool other than onegraph's meta set writes it."""
+    import onnx
+
+    proto = onnx.load(model)
+    kept = [p for p in proto.metadata_props if p.key != PREFIX + key]
+    del proto.metadata_props[:]
+    proto.metadata_props.extend(kept)
+    proto.metadata_props.add(key=PREFIX + key, value=value)
+    onnx.save(proto, path)
 
 
 @pytest.mark.parametrize("entries", ["[]", '[{"name": "label", "column": "label", "role": "label"}]'])
@@ -287,7 +324,9 @@ def test_outputs_that_leave_a_graph_output_undescribed_are_a_problem_for_validat
     instead of the class names; an outputs list naming ``label`` alone made score drop the probabilities
     without a word. An outputs list must describe every graph output (check outputs are told by their names)."""
     edited = tmp_path / "edited.onnx"
-    assert cli("meta", "set", str(penguins_onnx), f"outputs={entries}", "-o", str(edited)).returncode == 0
+    refused = cli("meta", "set", str(penguins_onnx), f"outputs={entries}", "-o", str(edited))
+    assert refused.returncode == 1 and "does not describe the graph's output(s)" in refused.stderr
+    _written_by_another_tool(penguins_onnx, edited, "outputs", entries)
     result = cli("meta", "validate", str(edited))
     assert result.returncode == 1 and "does not describe the graph's output(s)" in result.stdout, result.stdout
     assert "'probabilities'" in result.stdout

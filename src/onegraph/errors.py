@@ -168,15 +168,17 @@ class FederatedError(OnegraphError):
         self.file = file
 
 
-def whole_number(name: str, value: object, minimum: int = 1, *, hint: str | None = None) -> int:
+def whole_number(name: str, value: object, minimum: int | None = 1, *, hint: str | None = None) -> int:
     """``value`` as an ``int`` when it is a whole number (a Python or numpy integer, not a bool) of at least
-    ``minimum``; else :class:`ConfigError` naming the argument ``name`` and the value (``1.5``, ``"a"``,
-    ``None`` and ``True`` are not counts, even where ``int()`` would take them)."""
+    ``minimum`` (None: any); else :class:`ConfigError` naming the argument ``name`` and the value (``1.5``,
+    ``"a"``, ``None`` and ``True`` are not counts, even where ``int()`` would take them)."""
     import numbers
 
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < minimum:
-        raise ConfigError(f"{name}={value!r} is not a whole number >= {minimum}",
-                          hint=hint or f"give {name} as an integer of at least {minimum}")
+    if (isinstance(value, bool) or not isinstance(value, numbers.Integral)
+            or (minimum is not None and int(value) < minimum)):
+        least = "" if minimum is None else f" >= {minimum}"
+        raise ConfigError(f"{name}={value!r} is not a whole number{least}",
+                          hint=hint or f"give {name} as an integer" + (f" of at least {minimum}" if least else ""))
     return int(value)
 
 

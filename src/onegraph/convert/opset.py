@@ -48,6 +48,7 @@ from onegraph.errors import (
     ModelFileError,
     OnegraphError,
     RuntimeFailure,
+    whole_number,
 )
 from onegraph.io import save_model
 from onegraph.verify.feeds import model_feeds
@@ -140,6 +141,8 @@ def check_opsets(opset: int, ml_opset: int | None = None) -> None:
     """
     for name, value, top in (("opset", opset, onnx.defs.onnx_opset_version()),
                              ("ml opset", ml_opset, onnx.defs.onnx_ml_opset_version())):
+        if value is not None or name == "opset":  # the ml opset is optional
+            value = whole_number(name.replace(" ", "_"), value, None, hint=f"give a target {name} between 1 and {top}")
         if value is not None and not 1 <= value <= top:
             raise ConfigError(f"{name} {value} does not exist: onnx {onnx.__version__} defines {name}s 1 to {top}",
                               hint=f"give a target {name} between 1 and {top}")

@@ -84,6 +84,8 @@ def set_metadata(model: Any, updates: Mapping[str, Any] | None = None, *, remove
     props = {p.key: p.value for p in proto.metadata_props}
     ours, foreign = {}, {}
     for key, value in (updates or {}).items():
+        if not isinstance(key, str):
+            raise MetadataError(repr(key), f"a key is text, not {type(key).__name__}", hint="name the key as a string")
         name = _field_name(key)
         if name is None:
             if not isinstance(value, str):
@@ -111,6 +113,13 @@ def set_metadata(model: Any, updates: Mapping[str, Any] | None = None, *, remove
                                 hint="`onegraph meta show MODEL` lists the keys it carries")
         for k in keys:
             props.pop(k, None)
+    if ours:  # an entry the graph contradicts (inputs naming no graph input...) would break every later command
+        from onegraph.contract.metadata import against_graph, decode
+
+        fields, _ = decode(props)
+        problem = next((p for p in against_graph(proto.graph, fields) if p.key[len(PREFIX):] in ours), None)
+        if problem is not None:
+            raise problem
     del proto.metadata_props[:]
     for key, value in props.items():
         proto.metadata_props.add(key=key, value=value)

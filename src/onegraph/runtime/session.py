@@ -32,7 +32,6 @@ from onegraph.contract.rows import RowFeeds
 from onegraph.contract.tables import column_reader
 from onegraph.errors import (
     ColumnTypeError,
-    ConfigError,
     DataError,
     MissingColumnError,
     ModelFileError,
@@ -101,7 +100,7 @@ class Session:
                                            meta.internal_inputs(fields))
             if problems:
                 raise ModelFileError(f"the model's metadata (org.onegraph.inputs) {problems[0]}",
-                                     hint=_FIX_METADATA)
+                                     hint=_fix_metadata("inputs"))
             self.inputs = [ColumnSpec.from_dict(d) for d in fields["inputs"]]
         else:
             self.inputs = [_spec_from_ort(i) for i in ort_inputs]
@@ -114,7 +113,7 @@ class Session:
                                             if extra_outputs else ort_outputs)
             if problems:
                 raise ModelFileError(f"the model's metadata (org.onegraph.outputs) {problems[0]}",
-                                     hint=_FIX_METADATA)
+                                     hint=_fix_metadata("outputs"))
             described = fields["outputs"]
         else:
             described = [{"name": n, "column": n, "role": "output"} for n in ort_outputs]
@@ -423,8 +422,10 @@ def _all_finite(value: np.ndarray) -> bool:
 
 #: output roles that are a model's answer (infinite inputs are checked against them)
 _ANSWERS = frozenset({"probabilities", "top_probabilities", "prediction", "score"})
-_FIX_METADATA = ("check it with `onegraph check`; rebuild it, fix the entries with `onegraph meta set`, or remove "
-                 "the key (`onegraph meta set MODEL --remove outputs -o OUT`: then they are read from the graph)")
+def _fix_metadata(key: str) -> str:
+    """The hint for a metadata entry ``key`` (``inputs`` / ``outputs``) that does not fit the graph."""
+    return ("check it with `onegraph check`; rebuild it, fix the entries with `onegraph meta set`, or remove the "
+            f"key (`onegraph meta set MODEL --remove {key} -o OUT`: then they are read from the graph)")
 
 
 def _column(value: np.ndarray, kind: str | None, tz: str | None = None) -> Any:
