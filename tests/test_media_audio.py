@@ -20,6 +20,7 @@ import pytest
 from media_helpers import assert_close_to_max, run, speech
 from onegraph.errors import ConfigError
 from onegraph.media import audio as au
+from onegraph import media
 from onegraph.media.pipeline import AudioPipeline
 
 SPECTRA = [
@@ -108,3 +109,32 @@ def test_steps_that_do_not_fit():
         AudioPipeline([au.MelSpectrogram(16000, n_mels=20), au.MFCC(30)], sample_rate=16000).to_onnx()
     with pytest.raises(ConfigError, match="sample_rate"):
         AudioPipeline([au.FixLength(10)], sample_rate=0)
+
+
+def test_non_finite_samples_and_features_are_refused_naming_them(cli, tmp_path):
+    """New users' cases: a NaN sample given to build raised librosa's own ParameterError ("Audio buffer is not
+    finite everywhere"); a float WAV with one sample of 1e30 (finite) scored as all-NaN features, written with
+    exit 0. The sample is refused naming where; the file is refused naming it."""
+    import soundfile as sf
+
+    from onegraph.errors import DataError
+
+    pipe = media.AudioPipeline([media.FixLength(4000), media.MelSpectrogram(8000, 256, 64, n_mels=16),
+                                media.PowerToDB(ref="max")], sample_rate=8000)
+    rng = np.random.default_rng(0)
+    clips = (0.3 * rng.standard_normal((2, 4000))).astype(np.float32)
+    bad = clips.copy()
+    bad[1, 10] = np.nan
+    with pytest.raises(DataError, match=r"the sample holds nan at \[1, 10\]"):
+        media.build(pipe, None, bad)
+    model = tmp_path / "mel.onnx"
+    media.build(pipe, None, clips, path=model)
+    folder = tmp_path / "clips"
+    folder.mkdir()
+    huge = clips[0].copy()
+    huge[10] = 1e30
+    sf.write(folder / "a.wav", clips[1], 8000, subtype="FLOAT")
+    sf.write(folder / "b.wav", huge, 8000, subtype="FLOAT")
+    done = cli("score", str(model), str(folder), "-o", str(tmp_path / "s.csv"))
+    assert done.returncode == 1 and "b.wav: the model's 'features' is not finite" in done.stderr, done.stderr
+    assert not (tmp_path / "s.csv").exists()

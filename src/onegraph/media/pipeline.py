@@ -155,6 +155,10 @@ def check_batch(pipeline: MediaPipeline, batch: Any, what: str) -> np.ndarray:
     if x.dtype != want:
         raise DataError(f"{what} is {x.dtype}; input {pipeline.input!r} takes {pipeline.dtype}",
                         hint=f"convert it with .astype(np.{want.name}) (images: uint8 0..255 as decoded)")
+    if x.dtype.kind == "f" and not np.isfinite(x).all():  # the libraries refuse it (librosa: "not finite")
+        at = np.unravel_index(int(np.flatnonzero(~np.isfinite(x))[0]), x.shape)
+        raise DataError(f"{what} holds {x[at]} at {list(map(int, at))}: the input takes finite values",
+                        hint="replace NaN / ±inf samples before building")
     return np.ascontiguousarray(x)
 
 

@@ -121,6 +121,19 @@ def read_folder(folder: str | os.PathLike, media: dict) -> tuple[list[str], list
     return [name for name, _ in files], [read_audio(f, media["sample_rate"]) for _, f in files]
 
 
+def _refuse_non_finite(names: list[str], outputs: list[np.ndarray], output_names: list[str]) -> None:
+    """A file whose outputs hold NaN or ±inf raises :class:`DataError` naming it: its samples are finite (read
+    checks them), so a step computed beyond float32's range (a sample of 1e30 squared in a spectrogram); the
+    libraries give the same non-finite features, which would otherwise be written as numbers, exit 0."""
+    for out, name in zip(outputs, output_names):
+        if out.dtype.kind != "f" or np.isfinite(out).all():
+            continue
+        row = int(np.flatnonzero(~np.isfinite(out.reshape(len(out), -1)).all(axis=1))[0])
+        raise DataError(f"{names[row]}: the model's {name!r} is not finite (NaN or infinite) though its samples "
+                        "are: a step computed beyond float32's range (samples far outside -1..1?)",
+                        hint="scale the audio to -1..1 (or the images to 0..255) before scoring it")
+
+
 def score_folder(model: Any, folder: str | os.PathLike, *, trusted: bool = False,
                  session: Any = None) -> pd.DataFrame:
     """One row per file of ``folder``: ``file`` and the model's outputs (see the module docstring).
@@ -151,6 +164,7 @@ def score_folder(model: Any, folder: str | os.PathLike, *, trusted: bool = False
             results[i] = [o[j] for o in outs]
     # the table path's frame: the same column names and missing labels (None, never the internal marker)
     outputs = [np.stack([r[k] for r in results]) for k in range(len(session.outputs))]
+    _refuse_non_finite(names, outputs, [o["name"] for o in session.outputs])
     table = session.frame([o.reshape(len(o), -1) if o.ndim > 2 else o for o in outputs])
     table.insert(0, "file", names)
     return table
