@@ -9,11 +9,13 @@ import onnx
 import onnx.inliner
 import pytest
 from compose_helpers import penguins, preprocessing
+from conftest import DATA
 from sklearn.ensemble import RandomForestClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 
 import onegraph
+import onegraph.io
 from onegraph.errors import ExportError
 from onegraph.export.merge import compose_models
 
@@ -184,3 +186,37 @@ def test_a_model_with_a_fixed_batch_is_refused_naming_its_input(files, tmp_path)
     (tmp_path / "fixed.onnx").write_bytes(fixed.SerializeToString())
     with pytest.raises(ExportError, match=r"model 'fixed': input 'X' takes a fixed batch of 2 rows \(shape \[2, 10\]\)"):
         compose_models([folder / "pre.onnx", tmp_path / "fixed.onnx"], sample=frame)
+
+
+def test_a_softmax_output_not_named_probabilities_takes_part_in_an_ensemble(tmp_path, cli):
+    """A new user's case: a classifier file ending in Softmax whose output is named ``output`` (as PyTorch's
+    exporter names it) was refused by ``compose --ensemble mean --classes`` as giving no probabilities; only the
+    literal name ``probabilities`` was read so. A float ``[N, k]`` Softmax output is the probabilities now; the
+    ensemble is numpy's mean of the two models' softmax."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from onegraph.frame import StandardScaler
+
+    cars = onegraph.io.read_table(DATA / "cars.csv")[["Horsepower", "Weight_in_lbs", "Acceleration"]].dropna()
+    pre = tmp_path / "pre.onnx"
+    scaler = StandardScaler().fit(cars)
+    onegraph.build(scaler, None, cars, path=pre)
+    weights = [np.random.default_rng(seed).standard_normal((3, 3)) for seed in (1, 2)]
+    for i, w in enumerate(weights):
+        graph = helper.make_graph(
+            [helper.make_node("MatMul", ["x", "W"], ["z"]), helper.make_node("Softmax", ["z"], ["output"], axis=-1)],
+            "clf", [helper.make_tensor_value_info("x", TensorProto.DOUBLE, ["N", 3])],
+            [helper.make_tensor_value_info("output", TensorProto.DOUBLE, ["N", 3])], [numpy_helper.from_array(w, "W")])
+        onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), tmp_path / f"m{i}.onnx")
+    done = cli("compose", str(pre), str(tmp_path / "m0.onnx"), str(tmp_path / "m1.onnx"), "--ensemble", "mean",
+               "--classes", "USA,Europe,Japan", "-o", str(tmp_path / "mean.onnx"))
+    assert done.returncode == 0, done.stderr
+    x = scaler.transform(cars).to_numpy(float)
+
+    def softmax(z):
+        e = np.exp(z - z.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    expected = (softmax(x @ weights[0]) + softmax(x @ weights[1])) / 2
+    got = onegraph.score(tmp_path / "mean.onnx", cars)[[f"probabilities_{c}" for c in ("USA", "Europe", "Japan")]]
+    np.testing.assert_allclose(got.to_numpy(float), expected, rtol=1e-12, atol=1e-15)

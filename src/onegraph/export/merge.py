@@ -127,7 +127,8 @@ def read_part(model: Any, name: str) -> Part:
 def _guessed_outputs(proto: onnx.ModelProto) -> list[dict]:
     """The metadata entries of a model built elsewhere, told by the outputs' names and types; its
     probabilities get the classes of its classifier node (:func:`classifier_labels`) when it has one."""
-    outputs = [_guess_role(o) for o in proto.graph.output]
+    producers = {name: node.op_type for node in proto.graph.node for name in node.output}
+    outputs = [_guess_role(o, producers.get(o.name)) for o in proto.graph.output]
     for entry, value in zip(outputs, proto.graph.output):
         classes = classifier_labels(proto, value) if entry["role"] == "probabilities" else None
         if classes is not None:
@@ -135,12 +136,18 @@ def _guessed_outputs(proto: onnx.ModelProto) -> list[dict]:
     return outputs
 
 
-def _guess_role(output: onnx.ValueInfoProto) -> dict:
+def _guess_role(output: onnx.ValueInfoProto, producer: str | None = None) -> dict:
+    """An output's role by its name (``label``, ``probabilities``...), else by its type and the operator making
+    it: text or int64 ``[N]`` a label, a float ``[N, k]`` ``Softmax`` the probabilities (a PyTorch export names it
+    ``output``), else ``output``."""
     t = output.type.tensor_type
     role = _ROLE_BY_NAME.get(output.name)
     if role is None:
         if t.elem_type in (onnx.TensorProto.STRING, onnx.TensorProto.INT64) and len(t.shape.dim) <= 1:
             role = "label"
+        elif producer == "Softmax" and len(t.shape.dim) == 2 and t.elem_type in (
+                onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16):
+            role = "probabilities"
         else:
             role = "output"
     return {"name": output.name, "column": output.name, "role": role}
