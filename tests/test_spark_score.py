@@ -197,6 +197,14 @@ def test_cli_on_spark_reads_a_semicolon_csv_with_decimal_commas_as_the_local_sco
     assert got["label"].tolist() == want["label"].tolist()
     np.testing.assert_allclose(got.filter(like="probabilities_").to_numpy(float),
                                want.filter(like="probabilities_").to_numpy(), rtol=1e-12, atol=0)
+    # a value no column type reads is named in its own column, not in an earlier one holding decimal commas
+    broken = tmp_path / "broken.csv"
+    header, first, *rest = data.read_text().splitlines()
+    fields = first.split(";")
+    fields[header.split(";").index("wind")] = "strong"
+    broken.write_text("\n".join([header, ";".join(fields), *rest]) + "\n")
+    refused = cli("score", str(model), str(broken), "--spark", "local[2]", "-o", str(tmp_path / "b.parquet"))
+    assert refused.returncode == 1 and "column 'wind': value 'strong'" in refused.stderr, refused.stderr
 
 
 def test_cli_names_the_column_and_value_spark_cannot_read(cli, model, penguins, spark, tmp_path):

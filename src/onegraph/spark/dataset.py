@@ -93,55 +93,43 @@ def _quiet(spark: Any) -> None:
 
 def _read(spark: Any, data: Path, specs: list, keep_na_words: bool = False) -> Any:
     """DATA as a Spark DataFrame, the model's columns typed as its input schema says (CSV)."""
-    from onegraph.io import csv_dialect
+    from onegraph.spark.score import SPARK_TYPES
 
-    frame = _raw(spark, data)
+    frame, decimal = _raw(spark, data)
     if data.suffix.lower() != ".csv":
         return frame
-    decimal = csv_dialect(data)[1]
     for spec in specs:
         if spec.name in frame.columns:
-            frame = frame.withColumn(spec.name, _typed(spec, keep_na_words, decimal))
+            frame = frame.withColumn(spec.name, _text(spec, keep_na_words, decimal).cast(SPARK_TYPES[spec.kind]))
     return frame
 
 
-def _typed(spec: Any, keep_na_words: bool, decimal: str) -> Any:
-    """A CSV column as the model's input type: its text (:func:`_text`), a number's decimal comma made a point
-    where the file writes them so (``decimal``: :func:`onegraph.io.csv_dialect`, as the local score reads it),
-    cast."""
-    from pyspark.sql import functions as F
-
-    from onegraph.spark.score import SPARK_TYPES
-
-    text = _text(spec.name, keep_na_words)
-    if spec.kind == "float" and decimal == ",":
-        text = F.regexp_replace(text, ",", ".")
-    return text.cast(SPARK_TYPES[spec.kind])
-
-
-def _raw(spark: Any, data: Path) -> Any:
-    """DATA as Spark reads it: a Parquet file as stored, a CSV's columns as text."""
+def _raw(spark: Any, data: Path) -> tuple[Any, str]:
+    """DATA as Spark reads it (a Parquet file as stored, a CSV's columns as text), and the decimal mark of its
+    numbers (:func:`onegraph.io.csv_dialect`, sniffed as the local score does: Spark's reader assumes commas)."""
     if not data.exists():
         raise DataError(f"data file {data} does not exist", hint="check the path")
     suffix = data.suffix.lower()
     if suffix in (".parquet", ".pq"):
-        return spark.read.parquet(str(data))
+        return spark.read.parquet(str(data)), "."
     if suffix != ".csv":
         raise DataError(f"data file {data}: --spark reads .csv or .parquet", hint="convert it to Parquet")
     from onegraph.io import csv_dialect
 
-    sep = csv_dialect(data)[0]  # sniffed as the local score does (Spark's reader assumes a comma)
-    return spark.read.option("header", True).option("inferSchema", False).option("sep", sep).csv(str(data))
+    sep, decimal = csv_dialect(data)
+    return spark.read.option("header", True).option("inferSchema", False).option("sep", sep).csv(str(data)), decimal
 
 
-def _text(name: str, keep_na_words: bool = False) -> Any:
-    """A CSV column's text, pandas' missing-value markers (``NA``, ``null``...) as null unless
-    ``keep_na_words`` (Spark's reader already reads an empty cell as null)."""
+def _text(spec: Any, keep_na_words: bool = False, decimal: str = ".") -> Any:
+    """A CSV column's text as the model's input reads it: pandas' missing-value markers (``NA``, ``null``...) as
+    null unless ``keep_na_words`` (Spark's reader already reads an empty cell as null), and a number's decimal
+    comma a point where the file writes them so (``decimal``)."""
     from pandas._libs.parsers import STR_NA_VALUES
     from pyspark.sql import functions as F
 
-    column = F.col(name)
-    return column if keep_na_words else F.when(column.isin(sorted(STR_NA_VALUES)), None).otherwise(column)
+    column = F.col(spec.name)
+    text = column if keep_na_words else F.when(column.isin(sorted(STR_NA_VALUES)), None).otherwise(column)
+    return F.regexp_replace(text, ",", ".") if spec.kind == "float" and decimal == "," else text
 
 
 #: what a CSV cell must hold for each input kind, in the words of the error
@@ -154,11 +142,11 @@ def _refuse_unreadable(spark: Any, data: Path, specs: list, keep_na_words: bool 
     and the value (Spark refuses it under ANSI casts naming neither); returns when none is found."""
     from onegraph.spark.score import SPARK_TYPES
 
-    raw = _raw(spark, data)
+    raw, decimal = _raw(spark, data)
     for spec in specs:
         if spec.name not in raw.columns or spec.kind not in _READABLE:
             continue
-        text = _text(spec.name, keep_na_words)
+        text = _text(spec, keep_na_words, decimal)
         bad = raw.filter(text.isNotNull() & text.try_cast(SPARK_TYPES[spec.kind]).isNull()).limit(1).collect()
         if bad:
             raise DataError(f"column {spec.name!r}: value {bad[0][spec.name]!r} in {data} is not "
