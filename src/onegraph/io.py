@@ -265,9 +265,8 @@ def read_table(path: str | os.PathLike, *, dtypes: dict[str, str] | None = None,
         if suffix in _TEXT_TABLES:
             kinds = {s.name: s.kind for s in specs} if specs is not None else dict(dtypes or {})
             zones = {s.name: s.tz for s in specs or () if s.tz}
-            sep = _separator(p, suffix, compressed)
-            return _read_csv(p, kinds, zones, sep=sep, decimal=_decimal(p, sep, compressed),
-                             keep_na_words=keep_na_words)
+            sep, decimal = _dialect(p, suffix, compressed)
+            return _read_csv(p, kinds, zones, sep=sep, decimal=decimal, keep_na_words=keep_na_words)
     except OnegraphError:
         raise
     except UnicodeDecodeError as exc:  # pandas reads CSV text as UTF-8; its message counts in a buffer
@@ -310,7 +309,17 @@ def _data_format(p: Path) -> tuple[str, bool]:
 
 def _separator(p: Path, suffix: str, compressed: bool) -> str:
     """The field separator of a text table: tab for .tsv, else sniffed (a compressed file: a comma)."""
-    return "\t" if suffix == ".tsv" else ((None if compressed else _sniff_delimiter(p)) or ",")
+    return _dialect(p, suffix, compressed, decimal=False)[0]
+
+
+def _dialect(p: Path, suffix: str, compressed: bool, decimal: bool = True) -> tuple[str, str]:
+    """The field separator and (with ``decimal``) the decimal mark of a text table, from one read of its first
+    64 Ki characters (see :func:`csv_dialect`)."""
+    if suffix == ".tsv" or compressed:
+        return ("\t" if suffix == ".tsv" else ","), "."
+    sample = _sample(p)
+    sep = _sniff_delimiter(sample) or ","
+    return sep, _decimal_mark(sample, sep) if decimal else "."
 
 
 def _sample(p: Path) -> str:
@@ -322,12 +331,12 @@ def _sample(p: Path) -> str:
 _SAMPLE = 1 << 16
 
 
-def _sniff_delimiter(p: Path) -> str | None:
-    """The field separator of a text table (comma, semicolon, tab or pipe), from its first 64 KiB."""
+def _sniff_delimiter(sample: str) -> str | None:
+    """The field separator of a text table (comma, semicolon, tab or pipe), from the ``sample`` of its start."""
     import csv
 
     try:
-        return csv.Sniffer().sniff(_sample(p), delimiters=",;\t|").delimiter
+        return csv.Sniffer().sniff(sample, delimiters=",;\t|").delimiter
     except csv.Error:
         return None
 
@@ -345,16 +354,15 @@ def csv_dialect(path: str | os.PathLike) -> tuple[str, str]:
     suffix, compressed = _data_format(p)
     if suffix not in _TEXT_TABLES or p.is_dir():
         return ",", "."
-    sep = _separator(p, suffix, compressed)
-    return sep, _decimal(p, sep, compressed)
+    return _dialect(p, suffix, compressed)
 
 
-def _decimal(p: Path, sep: str, compressed: bool) -> str:
+def _decimal_mark(sample: str, sep: str) -> str:
+    """``,`` when the ``sample`` of a ``;``-separated table writes numbers with decimal commas, else ``.``."""
     import re
 
-    if sep != ";" or compressed:
+    if sep != ";":
         return "."
-    sample = _sample(p)
     lines = sample.splitlines()[1:]  # not the header
     if len(sample) == _SAMPLE and len(lines) > 1:
         lines = lines[:-1]  # nor a last line the sample cut

@@ -214,7 +214,6 @@ def _object_to_float(spec: ColumnSpec, values: np.ndarray) -> np.ndarray:
     if missing.any():  # pandas' parser takes None and NaN, not NaT (nor pd.NA in every version)
         values = values.copy()
         values[missing] = np.nan
-    out, error = None, None
     try:
         parsed = pd.to_numeric(pd.Series(values, copy=False), errors="raise")
         if parsed.dtype.kind == "c":  # a complex value: its imaginary part would be dropped
@@ -222,9 +221,9 @@ def _object_to_float(spec: ColumnSpec, values: np.ndarray) -> np.ndarray:
         out = parsed.to_numpy(dtype=np.float64, na_value=np.nan)
     except (ValueError, TypeError, OverflowError) as exc:
         error = exc
-    if out is not None:
+    else:
         # pandas reads the text '' as NaN where errors="raise" (not where "coerce"): refused, as in a string column
-        _refuse_unparsed(spec, values, np.isnan(out) & ~np.asarray(pd.isna(values), dtype=bool))
+        _refuse_unparsed(spec, values, np.isnan(out) & ~missing)
         return out
     text = _text_rows(values)
     _refuse_unparsed(spec, values, _unparsed_mask(values, text))

@@ -17,7 +17,12 @@ from onegraph.emit import DOUBLE, Col, GraphBuilder
 from onegraph.errors import ExportError
 from onegraph.export import assemble
 from onegraph.export.adapters.contract import qualified_name
-from onegraph.export.members import feature_matrix, members, table_pipelines
+from onegraph.export.members import (
+    NOT_NUMBERS,
+    feature_matrix,
+    members,
+    table_pipelines,
+)
 from onegraph.export.sources import (
     column_key,
     expected_outputs,
@@ -281,7 +286,7 @@ def _check_model_inputs(model: Any, cols: list[Col]) -> None:
         raise ExportError(f"{type(model).__name__} was fitted on {int(fitted)} features but the preprocessing gives "
                           f"{len(cols)}", hint="fit the model on the preprocessing's output (or pass them as one "
                           "Pipeline)")
-    bad = [c for c in cols if c.kind in ("string", "datetime", "timedelta")]
+    bad = [c for c in cols if c.kind in NOT_NUMBERS]
     if not bad:
         return
     names = ", ".join(repr(c.name) for c in bad[:5]) + (" ..." if len(bad) > 5 else "")

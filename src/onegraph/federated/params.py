@@ -288,8 +288,9 @@ def _converted(loaded: Loaded, value: ir.Value, given: np.ndarray) -> np.ndarray
         raise FederatedError(f"parameter {name!r}: the value holds NaN or infinity", parameter=name)
     with np.errstate(over="ignore", invalid="ignore"):
         converted = given.astype(target)
-    if kind == "float" and not np.isfinite(converted.astype(np.float64)).all():
-        row = np.unravel_index(int(np.flatnonzero(~np.isfinite(converted.astype(np.float64)))[0]), shape)
+    overflowed = ~np.isfinite(converted.astype(np.float64)) if kind == "float" else None
+    if overflowed is not None and overflowed.any():
+        row = np.unravel_index(int(np.flatnonzero(overflowed)[0]), shape)
         raise FederatedError(f"parameter {name!r}: the value {given[row]:g} at {list(map(int, row))} is beyond the "
                              f"range of {_dtype(value)}, the parameter's type (it would be infinite)", parameter=name,
                              hint=f"give values within {_dtype(value)}'s range")

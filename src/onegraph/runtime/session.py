@@ -422,6 +422,8 @@ def _all_finite(value: np.ndarray) -> bool:
 
 #: output roles that are a model's answer (infinite inputs are checked against them)
 _ANSWERS = frozenset({"probabilities", "top_probabilities", "prediction", "score"})
+
+
 def _fix_metadata(key: str) -> str:
     """The hint for a metadata entry ``key`` (``inputs`` / ``outputs``) that does not fit the graph."""
     return ("check it with `onegraph check`; rebuild it, fix the entries with `onegraph meta set`, or remove the "
