@@ -31,6 +31,19 @@ def penguins_raw() -> pd.DataFrame:
 
 
 @pytest.fixture(scope="session")
+def european_penguins(penguins_raw, tmp_path_factory) -> tuple[Path, pd.DataFrame]:
+    """Raw penguins as a European spreadsheet exports them: ';'-separated, decimal commas (39,1), point
+    thousands (3.750 g) and dd.mm.yyyy dates; returns the file and the columns it holds as numbers and text."""
+    raw = penguins_raw[["Culmen Length (mm)", "Flipper Length (mm)", "Body Mass (g)", "Date Egg", "Sex"]].copy()
+    raw["Date Egg"] = pd.to_datetime(raw["Date Egg"]).dt.strftime("%d.%m.%Y")
+    written = raw.copy()
+    written["Body Mass (g)"] = [f"{v:,.0f}".replace(",", ".") if v == v else "" for v in raw["Body Mass (g)"]]
+    data = tmp_path_factory.mktemp("europe") / "europe.csv"
+    written.to_csv(data, index=False, sep=";", decimal=",")
+    return data, raw
+
+
+@pytest.fixture(scope="session")
 def seattle() -> pd.DataFrame:
     return pd.read_csv(DATA / "seattle-weather.csv", parse_dates=["date"])
 

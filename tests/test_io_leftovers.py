@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import onegraph
@@ -323,3 +324,34 @@ def test_a_semicolon_csv_with_decimal_commas_reads_its_numbers(cli, tmp_path):
     weather.head(20).to_csv(semicolons, index=False, sep=";")
     assert io.csv_dialect(semicolons) == (";", ".")
     pd.testing.assert_frame_equal(io.read_table(semicolons), weather.head(20))
+
+
+def test_a_semicolon_csv_with_thousands_points_reads_its_numbers(cli, european_penguins, tmp_path):
+    """A European spreadsheet export writes 3.750 for 3750 beside 39,1 for 39.1. The point-grouped numbers
+    counted as point decimals: the file was read with decimal points, so 3.750 was 3.75 and every decimal
+    comma column was text, silently. Such a file reads with decimal commas and point thousands (as pandas'
+    ``decimal=",", thousands="."`` reads it), and a dd.mm.yyyy date column is left as its text (pandas'
+    thousands option would have read 11.11.2007 as the number 11112007)."""
+    import pandas as pd
+
+    data, raw = european_penguins
+    assert "3.750" in data.read_text() and "39,1" in data.read_text()
+    assert io.csv_dialect(data) == (";", ",")
+    got = io.read_table(data)
+    want = pd.read_csv(data, sep=";", decimal=",", thousands=".", dtype={"Date Egg": str})
+    pd.testing.assert_frame_equal(got, want)
+    np.testing.assert_array_equal(got["Body Mass (g)"].to_numpy(), raw["Body Mass (g)"].to_numpy())
+    assert got["Date Egg"].tolist() == raw["Date Egg"].tolist()
+    built = cli("build", str(data), "--target", "Sex", "-o", str(tmp_path / "m.onnx"))
+    assert built.returncode == 0, built.stderr
+    kinds = {s.name: s.kind for s in onegraph.Session(tmp_path / "m.onnx").inputs}
+    assert kinds["Body Mass (g)"] == kinds["Culmen Length (mm)"] == "float"
+    # a column that mixes grouped numbers with a point decimal is not numbers: its text is kept, not guessed
+    odd = tmp_path / "odd.csv"
+    odd.write_text("a;b\n1.250;2,5\n3.14;1,0\n")
+    assert io.csv_dialect(odd) == (";", ".")
+    both = tmp_path / "both.csv"
+    both.write_text("a;b\n1.250;2,5\n2.125.000;1,0\nabout 3;1,5\n")
+    assert io.csv_dialect(both) == (";", ",")
+    assert io.read_table(both)["a"].tolist() == ["1.250", "2.125.000", "about 3"]
+    assert io.read_table(both)["b"].tolist() == [2.5, 1.0, 1.5]

@@ -243,3 +243,21 @@ def test_cli_on_spark_starts_without_sparks_log_lines(model, penguins, tmp_path)
     noise = [line for line in result.stderr.splitlines() if line.strip() and "jdk.incubator" not in line]
     assert noise == [], result.stderr
     assert f"wrote {out}: 20 rows" in result.stdout
+
+
+def test_cli_on_spark_reads_point_thousands_as_the_local_score(cli, spark, european_penguins, tmp_path):
+    """A decimal-comma CSV writing 3.750 for 3750 g: Spark read the grouped number as text no number type
+    casts, so the job refused the model's column. It drops the point groups as the local reader does."""
+    import pyarrow.parquet as pq
+
+    data, _ = european_penguins
+    model = tmp_path / "sex.onnx"
+    assert cli("build", str(data), "--target", "Sex", "-o", str(model)).returncode == 0
+    local, remote = tmp_path / "local.csv", tmp_path / "spark.parquet"
+    assert cli("score", str(model), str(data), "-o", str(local)).returncode == 0
+    done = cli("score", str(model), str(data), "--spark", "local[2]", "-o", str(remote))
+    assert done.returncode == 0, done.stderr
+    want, got = pd.read_csv(local), pq.read_table(remote).to_pandas()
+    assert got["label"].tolist() == want["label"].tolist()
+    np.testing.assert_allclose(got.filter(like="probabilities_").to_numpy(float),
+                               want.filter(like="probabilities_").to_numpy(), rtol=1e-12, atol=0)

@@ -348,7 +348,10 @@ def csv_dialect(path: str | os.PathLike) -> tuple[str, str]:
     comma for a compressed file). The decimal mark: ``,`` for a semicolon-separated table whose numbers are
     written with decimal commas (``39,1``: the convention of the spreadsheets that separate fields with
     semicolons, in most of Europe), when some field of the first 64 KiB is digits, a comma and digits and
-    none is digits, a point and digits; else ``.``.
+    none is digits, a point and digits other than point thousands groups (``3.750``, ``1.234,5``); else ``.``.
+    With the decimal comma, a column whose every value is such a number reads the points as thousands
+    separators (3.750 is 3750); pandas' ``thousands="."`` is not used, as it would read every dotted text
+    (a ``11.11.2007`` date) as a number too.
     """
     p = Path(path)
     suffix, compressed = _data_format(p)
@@ -359,19 +362,34 @@ def csv_dialect(path: str | os.PathLike) -> tuple[str, str]:
 
 def _decimal_mark(sample: str, sep: str) -> str:
     """``,`` when the ``sample`` of a ``;``-separated table writes numbers with decimal commas, else ``.``."""
-    import re
-
     if sep != ";":
         return "."
     lines = sample.splitlines()[1:]  # not the header
     if len(sample) == _SAMPLE and len(lines) > 1:
         lines = lines[:-1]  # nor a last line the sample cut
     fields = [f.strip().strip('"') for line in lines for f in line.split(sep)]
-    comma = re.compile(r"[+-]?\d+,\d+")
+    comma = re.compile(r"[+-]?(?:\d+|\d{1,3}(?:\.\d{3})+),\d+")
     point = re.compile(r"[+-]?\d*\.\d+")
-    if any(comma.fullmatch(f) for f in fields) and not any(point.fullmatch(f) for f in fields):
+    if any(comma.fullmatch(f) for f in fields) and not any(
+            point.fullmatch(f) and not GROUPED_NUMBER.fullmatch(f) for f in fields):
         return ","
     return "."
+
+
+#: a number written with a decimal comma and point thousands groups (3.750, 1.234.567,5, -12,5)
+GROUPED_NUMBER = re.compile(r"[+-]?(?:\d{1,3}(?:\.\d{3})+|\d+)(?:,\d+)?")
+
+
+def _read_grouped_numbers(frame: pd.DataFrame, kinds: dict[str, str]) -> None:
+    """Each text column of a decimal-comma ``frame`` whose every value is a number with point thousands
+    groups (see :func:`csv_dialect`) as numbers (int64, or float64 with a missing value or a decimal), in place; a column the model reads as text is kept."""
+    for c in frame.columns:
+        if kinds.get(str(c)) == "string" or not pd.api.types.is_string_dtype(frame[c]):
+            continue
+        values = frame[c].dropna()
+        if len(values) and all(isinstance(v, str) and GROUPED_NUMBER.fullmatch(v.strip()) for v in values):
+            text = frame[c].str.strip().str.replace(".", "", regex=False).str.replace(",", ".", regex=False)
+            frame[c] = pd.to_numeric(text)
 
 
 def _read_csv(p: Path, kinds: dict[str, str], zones: dict[str, str], sep: str, decimal: str = ".",
@@ -394,6 +412,8 @@ def _read_csv(p: Path, kinds: dict[str, str], zones: dict[str, str], sep: str, d
         raise DataError(f"data file {p} has no columns")
     if frame.iloc[:, -1].isna().any():  # a line cut short reads as missing values in its last fields
         _refuse_short_lines(p, sep, len(header))
+    if decimal == ",":
+        _read_grouped_numbers(frame, kinds)
     for c in parse:
         frame[c] = parse_datetime_text(str(c), frame[c], zones.get(str(c)))
     return frame

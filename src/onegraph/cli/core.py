@@ -83,7 +83,7 @@ def _note_decimal_comma(data: Path) -> None:
     from onegraph.io import csv_dialect
 
     if csv_dialect(data) == (";", ","):
-        err.print(f"note: {data} is read as semicolon-separated with decimal commas (39,1 is 39.1), as "
+        err.print(f"note: {data} is read as semicolon-separated with decimal commas (39,1 is 39.1; 3.750 is 3750), as "
                   "`onegraph score` reads such a file", markup=False)
 
 

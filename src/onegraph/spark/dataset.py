@@ -123,13 +123,19 @@ def _raw(spark: Any, data: Path) -> tuple[Any, str]:
 def _text(spec: Any, keep_na_words: bool = False, decimal: str = ".") -> Any:
     """A CSV column's text as the model's input reads it: pandas' missing-value markers (``NA``, ``null``...) as
     null unless ``keep_na_words`` (Spark's reader already reads an empty cell as null), and a number's decimal
-    comma a point where the file writes them so (``decimal``)."""
+    comma a point where the file writes them so (``decimal``), dropping the point thousands separators of a
+    number so written (3.750 is 3750, as :func:`onegraph.io.read_table` reads it)."""
     from pandas._libs.parsers import STR_NA_VALUES
     from pyspark.sql import functions as F
 
+    from onegraph.io import GROUPED_NUMBER
+
     column = F.col(spec.name)
     text = column if keep_na_words else F.when(column.isin(sorted(STR_NA_VALUES)), None).otherwise(column)
-    return F.regexp_replace(text, ",", ".") if spec.kind == "float" and decimal == "," else text
+    if spec.kind not in ("float", "int") or decimal != ",":
+        return text
+    grouped = F.when(text.rlike(f"^\\s*{GROUPED_NUMBER.pattern}\\s*$"), F.regexp_replace(text, r"\.", ""))
+    return F.regexp_replace(grouped.otherwise(text), ",", ".")
 
 
 #: what a CSV cell must hold for each input kind, in the words of the error
