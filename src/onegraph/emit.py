@@ -122,6 +122,8 @@ class GraphBuilder:
         #: them themselves (a voting ensemble of ``make_pipeline(ColumnTransformer(...), model)``): such a
         #: member's steps start from these, text included, not from the numeric feature matrix
         self.table_columns: dict[str, Col] | None = None
+        #: graph input name -> the date format its text is parsed in (``ColumnSpec.date_format``)
+        self.date_formats: dict[str, str] = {}
 
     # -- naming -------------------------------------------------------------------------------
     def unique(self, hint: str) -> str:

@@ -42,8 +42,9 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from onegraph.contract.dates import date_format
 from onegraph.errors import ColumnTypeError, MetadataError
 
 __all__ = ["MISSING_STRING", "NA_INT64", "KINDS", "NUMPY_TYPES", "ColumnSpec", "spec_for", "is_string_dtype"]
@@ -73,6 +74,10 @@ class ColumnSpec(BaseModel):
         column is fed as the text ``str()`` gives those numbers at build (``4`` / ``4.0``), whatever type the
         values come as (int or float categories, numbers, text), so 4 and 4.0 are one category, as
         scikit-learn's encoders compare them. None for other columns.
+    date_format: for a text column whose dates the graph parses: the ``strftime`` format it reads them in, or
+        ``ISO8601`` (:mod:`onegraph.contract.dates`). The graph reads text in no format as a missing date; the
+        session refuses a date written in another format (``2012-01-31`` for ``%m/%d/%Y``), which would be
+        read so. None for other columns.
 
     Keys a newer onegraph may add are kept (``extra="allow"``); values are checked strictly ("3" is not a
     kind). Positional arguments follow the attribute order: ``ColumnSpec("age", "float", "double")``.
@@ -86,6 +91,14 @@ class ColumnSpec(BaseModel):
     source_dtype: str = ""
     tz: str | None = None
     numbers: Literal["int", "float"] | None = None
+    date_format: str | None = None
+
+    @field_validator("date_format")
+    @classmethod
+    def _readable_format(cls, fmt: str | None) -> str | None:
+        if fmt is not None:
+            date_format(fmt)  # its ValueError names what the graph cannot read
+        return fmt
 
     def __init__(self, *args: Any, **fields: Any) -> None:
         # only what is given: a field left out stays unset, so the stored entry holds what was written
@@ -203,6 +216,10 @@ def _classify(name: str, dtype: Any, values: Any) -> tuple[str, str, str | None]
             return "bool", "double", None
         if inferred in ("datetime", "datetime64", "date"):
             return "datetime", "int64", None
+        if inferred == "time":  # Parquet's time64 / time32 as pandas reads them
+            raise ColumnTypeError(name, "holds times of day (datetime.time), which no graph input takes",
+                                  hint="convert them to numbers, e.g. seconds since midnight: "
+                                       "pd.to_timedelta(col.astype(str)).dt.total_seconds()")
         raise ColumnTypeError(name, f"object column mixes value types ({inferred})",
                               hint="convert it with .astype(str) or pd.to_numeric before building")
     raise ColumnTypeError(name, f"dtype {dtype} has no graph representation",

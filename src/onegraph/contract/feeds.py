@@ -20,6 +20,7 @@ from onegraph.contract.columns import (
     ColumnSpec,
     is_string_dtype,
 )
+from onegraph.contract.dates import date_format
 from onegraph.contract.rows import small_texts
 from onegraph.errors import ColumnTypeError
 
@@ -38,8 +39,17 @@ def to_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
         naming the column (and the row, for values), when a value cannot be represented: text in a numeric
         column, a fraction or ±inf in an integer column, an integer outside (-2**63, 2**63) (``-2**63`` is the
         missing integer), a number beyond float32's range for a ``float`` input, a missing value in a ``bool``
-        column, a non-text value in a string column, an unparseable date.
+        column, a non-text value in a string column, an unparseable date, text dates all written in a format other
+        than the one the column's dates are parsed in (``spec.date_format``: the graph would read each as missing).
     """
+    if spec.date_format is not None:
+        feed = _feed(spec, values)
+        refuse_other_dates(spec, feed)
+        return feed
+    return _feed(spec, values)
+
+
+def _feed(spec: ColumnSpec, values: Any) -> np.ndarray:
     if spec.numbers is not None:
         return _number_texts(spec, values)
     fast = _fast_feed(spec, values)
@@ -67,6 +77,50 @@ def to_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
             return _all_missing_feed(spec, len(values))
         raise ColumnTypeError(spec.name, f"cannot convert {_dtype_name(values)} values to {spec.kind}: {exc}",
                               hint=_hint(spec)) from None
+
+
+def refuse_other_dates(spec: ColumnSpec, texts: np.ndarray) -> None:
+    """ColumnTypeError when no text of ``texts`` (a string feed) is in the format of ``spec.date_format`` and
+    one is a date in another (``2012-01-31``, ``31.01.2012``, ``1/31/12``, maybe with a time): a client writing
+    its dates another way, which the graph would read as missing dates, every one. A feed with some dates in
+    the format reads its odd values as missing, as pandas' ``to_datetime(errors="coerce")`` did when the model
+    was built; text that is no date (a word such as ``unknown``, ``2012-13-45``) is a missing date too."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    present = texts != MISSING_STRING
+    if not present.any():
+        return
+    fmt = date_format(spec.date_format)
+    if pc.any(pc.match_substring_regex(pa.array(texts[present], pa.string()), f"^(?:{fmt.pattern})$")).as_py():
+        return
+    for row in np.flatnonzero(present):
+        if _is_date(texts[row]):
+            written = "ISO 8601 (2024-03-31)" if fmt.format is None else repr(fmt.format)
+            raise ColumnTypeError(spec.name, f"value {_short(texts[row])} at row {row} is a date, but the model "
+                                  f"reads this column's dates as {written}: it would be read as a missing date",
+                                  hint="write the dates in that format, the one of the data the model was built "
+                                       "from (pandas: .dt.strftime)")
+
+
+#: a calendar date as people write it: year first (2012-01-31) or day and month first (31.01.12, 1/31/2012),
+#: one separator twice, maybe a time of day and a zone after
+_YEAR_FIRST = r"(?P<y>\d{4})(?P<s>[-/.])(?P<m>\d{1,2})(?P=s)(?P<d>\d{1,2})"
+_YEAR_LAST = r"(?P<a>\d{1,2})(?P<t>[-/.])(?P<b>\d{1,2})(?P=t)(?:\d{4}|\d{2})"
+_DATE_LIKE = re.compile(rf"(?:{_YEAR_FIRST}|{_YEAR_LAST})"
+                        r"(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?(?: ?(?:Z|UTC|GMT|[+-]\d{2}(?::?\d{2})?))?)?")
+
+
+def _is_date(text: str) -> bool:
+    """Whether ``text`` is a calendar date in one of the shapes of ``_DATE_LIKE`` whose month and day exist
+    (1-12 and 1-31, either order when the year is last)."""
+    found = _DATE_LIKE.fullmatch(text)
+    if found is None:
+        return False
+    if found["y"] is not None:
+        return 1 <= int(found["m"]) <= 12 and 1 <= int(found["d"]) <= 31
+    a, b = int(found["a"]), int(found["b"])
+    return (1 <= a <= 12 and 1 <= b <= 31) or (1 <= b <= 12 and 1 <= a <= 31)
 
 
 _EXACT = {"double": np.dtype(np.float64), "float": np.dtype(np.float32), "int64": np.dtype(np.int64),

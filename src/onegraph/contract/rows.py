@@ -74,8 +74,10 @@ class RowFeeds:
     """
 
     def __init__(self, specs: Sequence[ColumnSpec], rank2: Sequence[str] = ()) -> None:
-        # numeric categories (spec.numbers) take the general path: their text depends on the numbers' type
-        codes = [None if s.numbers is not None else _CODES.get((s.kind, s.onnx_type)) for s in specs]
+        # numeric categories (spec.numbers) take the general path: their text depends on the numbers' type;
+        # so does date text (spec.date_format): the general path refuses a date in another format
+        codes = [None if s.numbers is not None or s.date_format is not None else _CODES.get((s.kind, s.onnx_type))
+                 for s in specs]
         #: (input name, conversion, reshape to [N, 1]) per input; None when an input kind has no fast path
         self.plan = None if None in codes else [(s.name, c, s.name in rank2) for s, c in zip(specs, codes)]
         self._positions: dict[int, tuple[pd.Index, list[int] | None]] = {}

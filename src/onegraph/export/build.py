@@ -123,6 +123,8 @@ def build(preprocessing: Any, model: Any = None, sample: Any = None, *, path: st
     if model is None and preprocessing is not None:
         _refuse_wide_early(preprocessing, frame.head(1))
     g, outputs = _emit(preprocessing, model, specs, name)
+    specs = [s.model_copy(update={"date_format": g.date_formats[s.name]}) if s.name in g.date_formats else s
+             for s in specs]
     trained = _training_metadata(preprocessing, model, frame)
 
     rtol, atol = _tolerance(model, rtol, atol)

@@ -31,11 +31,18 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from onegraph.contract.dates import (
+    DATE_SEPARATORS,
+    ISO_PATTERN,
+    STRPTIME_FIELDS,
+    TIME_STOPS,
+    DateFormat,
+    date_format,
+)
 from onegraph.emit import INT64_MIN
 from onegraph.frame.calendar import days_from_civil, days_in_month
 from onegraph.frame.strings import (
@@ -49,126 +56,7 @@ from onegraph.frame.strings import (
 )
 from onegraph.frame.tensors import Val, all_of, lookup, maximum, minimum, scalar, where
 
-__all__ = ["ISO_PATTERN", "DateFormat", "date_format", "parse_pandas", "emit_parse", "assemble_ns"]
-
-_D = "[0-9]"
-_WS = r"[ \t\n\x0b\x0c\r]"  # C isspace in the "C" locale: what pandas' parser skips
-# an offset's hour takes two digits when it can (pandas reads greedily): "+02 " is not "+0" and "2 "
-_TZ = r"(?:Z|[+-](?:[0-9]{2}(?::?[0-9]{1,2})?|[0-9](?::[0-9]{1,2})?))"
-_TIME = (r"(?:[0-9]{1,2}:[0-9]{1,2}(?::[0-9]{1,2}(?:\.[0-9]{0,18})?)?"
-         r"|[0-9]{2}(?:[0-9]{2}(?:[0-9]{2}(?:\.[0-9]{0,18})?)?)?)")
-_TIMEPART = (rf"(?:[T ]{_TIME}{_WS}*(?:Z{_WS}*|[+-](?:[0-9]{{2}}(?::?[0-9]{{1,2}}{_WS}*)?"
-             rf"|[0-9](?::[0-9]{{1,2}}{_WS}*)?))?)")
-_DATE_SEPARATORS = ("-", ".", "/", "\\")
-_TIME_STOPS = ":.Z+-"  # what may follow a time field's digits (with whitespace)
-
-
-def _iso_pattern() -> str:
-    dated = "|".join(rf"{re.escape(c)}{_D}{{1,2}}(?:{re.escape(c)}{_D}{{1,2}}{_TIMEPART}?)?" for c in _DATE_SEPARATORS)
-    return rf"{_D}{{4}}(?:{dated}|{_D}{{4}}{_TIMEPART}?)?"
-
-
-ISO_PATTERN = _iso_pattern()
-
-# strptime fields: (pattern when separated by literal text, pattern when packed, width when packed)
-_FIELDS = {
-    "Y": (f"{_D}{{4}}", f"{_D}{{4}}", 4),
-    "y": (f"{_D}{{2}}", f"{_D}{{2}}", 2),
-    "m": ("(?:1[0-2]|0[1-9]|[1-9])", "(?:1[0-2]|0[1-9])", 2),
-    "d": ("(?:3[01]|[12][0-9]|0[1-9]|[1-9])", "(?:3[01]|[12][0-9]|0[1-9])", 2),
-    "H": ("(?:2[0-3]|[0-1][0-9]|[0-9])", "(?:2[0-3]|[0-1][0-9])", 2),
-    "M": ("(?:[0-5][0-9]|[0-9])", "[0-5][0-9]", 2),
-    "S": ("(?:6[0-1]|[0-5][0-9]|[0-9])", "(?:6[0-1]|[0-5][0-9])", 2),
-    "f": (f"{_D}{{1,9}}", None, None),
-    "z": (r"(?:[+-][0-9]{2}:?[0-5][0-9]|Z)", None, None),
-}
-_REFUSED = {"a": "weekday names", "A": "weekday names", "b": "month names", "B": "month names",
-            "h": "month names", "p": "AM/PM", "I": "12-hour clock (needs %p)", "c": "locale's format",
-            "x": "locale's format", "X": "locale's format"}
-
-
-@dataclasses.dataclass(frozen=True)
-class DateFormat:
-    """A compiled date format: the validation pattern and how the graph reads the fields.
-
-    ``format`` is None for ISO 8601; ``iso`` tells which reader applies (pandas' ISO parser, or
-    strptime); ``steps`` are the strptime reader's steps: ``("skip", literal)`` or ``("read", fields)``
-    with ``fields`` a tuple of directives read from one run of digits.
-    """
-
-    format: str | None
-    pattern: str
-    iso: bool
-    steps: tuple = ()
-
-    @property
-    def stops(self) -> str:
-        """Characters that may follow a field's digits in a matching string (strptime formats): those of
-        the literal text and an offset's sign or ``Z``."""
-        text = "".join(value for kind, value in self.steps if kind == "skip") + "+-Z"
-        return "".join(c for c in dict.fromkeys(text) if not c.isdigit())
-
-    def matches(self, values: np.ndarray) -> np.ndarray:
-        """Python side of the grammar: True where a value is a string matching the pattern."""
-        rx = re.compile(self.pattern)
-        return np.fromiter((type(v) is str and rx.fullmatch(v) is not None for v in values), bool, len(values))
-
-
-def date_format(fmt: str | None) -> DateFormat:
-    """Compile ``fmt`` (None for ISO 8601).
-
-    Raises
-    ------
-    ValueError
-        for directives the graph cannot read (locale-dependent names, ``%j``, ``%U``...), or ``%f``
-        followed directly by another field.
-    """
-    if fmt is None:
-        return DateFormat(None, ISO_PATTERN, True)
-    return _strptime_like(fmt)
-
-
-def _strptime_like(fmt: str) -> DateFormat:
-    tokens: list[tuple[str, str]] = []
-    for m in re.finditer(r"%(.)|([^%]+)|(%)$", fmt):
-        if m.group(3):
-            raise ValueError(f"format {fmt!r} ends with a lone '%'")
-        if m.group(1) is not None:
-            d = m.group(1)
-            if d == "%":
-                tokens.append(("lit", "%"))
-            elif d in _FIELDS:
-                tokens.append(("field", d))
-            elif d in _REFUSED:
-                raise ValueError(f"format {fmt!r}: %{d} ({_REFUSED[d]}) depends on the host locale; "
-                                 "give numeric fields (%m, %d, %H...)")
-            else:
-                raise ValueError(f"format {fmt!r}: %{d} is not supported in the graph; use %Y %y %m %d %H %M %S %f %z")
-        else:
-            tokens.append(("lit", re.sub(r"\s+", " ", m.group(2))))
-    merged: list[tuple[str, Any]] = []
-    for kind, value in tokens:  # literals merged, fields grouped into runs of adjacent digits
-        if kind == "lit":
-            if merged and merged[-1][0] == "skip":
-                merged[-1] = ("skip", merged[-1][1] + value)
-            else:
-                merged.append(("skip", value))
-        elif merged and merged[-1][0] == "read" and value not in "fz" and merged[-1][1][-1] not in "fz":
-            # adjacent numeric fields share one run of digits
-            merged[-1] = ("read", merged[-1][1] + (value,))
-        else:
-            merged.append(("read", (value,)))
-    pattern = ""
-    for i, (kind, value) in enumerate(merged):
-        if kind == "skip":
-            pattern += re.escape(value)
-            continue
-        packed = len(value) > 1
-        if i + 1 < len(merged) and merged[i + 1][0] == "read" and merged[i + 1][1] != ("z",):
-            raise ValueError(f"format {fmt!r}: %{value[-1]} cannot be followed directly by another field")
-        pattern += "".join(_FIELDS[d][1] if packed else _FIELDS[d][0] for d in value)
-    return DateFormat(fmt, pattern, False, tuple(merged))
-
+__all__ = ["ISO_PATTERN", "DateFormat", "assemble_ns", "date_format", "emit_parse", "parse_pandas"]
 
 # -- the pandas side --------------------------------------------------------------------------------
 _NS_MIN, _NS_MAX = pd.Timestamp.min.tz_localize("UTC"), pd.Timestamp.max.tz_localize("UTC")
@@ -260,7 +148,7 @@ def _iso_fields(s: Val, valid: Val) -> _Fields:
     packed = full_match(s, r"(?s)[0-9]{8}.*")
     month_text, day_text = None, None
     has_sep = None
-    for c in _DATE_SEPARATORS:
+    for c in DATE_SEPARATORS:
         has = full_match(s, rf"(?s)[0-9]{{4}}{re.escape(c)}.*")
         parts, _ = split(s, c)
         month_text = part(parts, 1) if month_text is None else where(has, part(parts, 1), month_text)
@@ -275,15 +163,15 @@ def _iso_fields(s: Val, valid: Val) -> _Fields:
     with_t = full_match(s, r"(?s)[^T ]+T.*")
     time = where(with_t, part(split(s, "T", 1)[0], 1), part(split(s, " ", 1)[0], 1))
     colon = full_match(time, r"(?s)[0-9]{1,2}:.*")
-    run = leading_int(time, has_time, _TIME_STOPS, whitespace=True)  # hh, or hh / hhmm / hhmmss when packed
+    run = leading_int(time, has_time, TIME_STOPS, whitespace=True)  # hh, or hh / hhmm / hhmmss when packed
     six = full_match(time, r"(?s)[0-9]{6}.*")
     four = full_match(time, r"(?s)[0-9]{4}.*")
     pieces, _ = split(time, ":")
     with_seconds = full_match(time, r"(?s)[0-9]{1,2}:[0-9]{1,2}:.*")
     hour = where(colon, run, where(six, run // 10000, where(four, run // 100, run)))
-    minute = where(colon, leading_int(part(pieces, 1), has_time & colon, _TIME_STOPS, whitespace=True),
+    minute = where(colon, leading_int(part(pieces, 1), has_time & colon, TIME_STOPS, whitespace=True),
                    where(six, (run // 100) % 100, where(four, run % 100, 0)))
-    second = where(colon, leading_int(part(pieces, 2), has_time & with_seconds, _TIME_STOPS, whitespace=True),
+    second = where(colon, leading_int(part(pieces, 2), has_time & with_seconds, TIME_STOPS, whitespace=True),
                    where(six, run % 100, 0))
     has_fraction = has_time & full_match(time, r"(?s)(?:[0-9]{1,2}:[0-9]{1,2}:[0-9]{1,2}|[0-9]{6})\..*")
     fraction = _fraction_ns(part(split(time, ".", 1)[0], 1), has_fraction)
@@ -314,7 +202,7 @@ def _strptime_fields(s: Val, valid: Val, fmt: DateFormat) -> _Fields:
             offset, tz_hour, tz_minute = _offset(tz, valid & (plus | minus), minus)
             continue
         run = leading_int(rest, valid, fmt.stops, whitespace=True)
-        widths = [_FIELDS[d][2] for d in value] if len(value) > 1 else [None]
+        widths = [STRPTIME_FIELDS[d][2] for d in value] if len(value) > 1 else [None]
         for i, d in enumerate(value):
             if widths[i] is None:
                 values[d] = run

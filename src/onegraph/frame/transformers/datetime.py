@@ -18,6 +18,7 @@ import pandas as pd
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from onegraph.contract.columns import NA_INT64, ColumnSpec
+from onegraph.contract.dates import stored_format
 from onegraph.contract.feeds import to_feed
 from onegraph.emit import BOOL, DOUBLE, INT64, INT64_MIN, STRING, Col, GraphBuilder
 from onegraph.errors import ColumnTypeError
@@ -93,6 +94,8 @@ class _DateInputs(FrameTransformer):
         fmt = self.formats_[name]
         if fmt is None:
             return Val(g, g.vector(col), INT64)
+        if col.value.is_graph_input():  # the session can then tell text in another format from a missing date
+            g.date_formats[col.value.name] = stored_format(fmt)
         return emit_parse(Val(g, g.vector(col), STRING), fmt)
 
 

@@ -1,0 +1,148 @@
+"""The grammar of date text a graph parses: ISO 8601 or a ``strftime`` format, as regular expressions.
+
+Part of the contract between a table and a graph: the graph validates a text column's dates with
+``RegexFullMatch`` on :attr:`DateFormat.pattern` (see :mod:`onegraph.frame.dateparse` for the parsing), and the
+session uses the same pattern to tell a date written in another format, which the graph would read as missing
+(:class:`~onegraph.contract.columns.ColumnSpec` ``date_format``). The grammars are described in
+:mod:`onegraph.frame.dateparse`; the patterns are RE2- and Python ``re``-compatible.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+from typing import Any
+
+import numpy as np
+
+__all__ = ["ISO8601", "ISO_PATTERN", "DateFormat", "date_format", "stored_format"]
+
+#: how an input schema writes ISO 8601 as a column's date format (``pandas.to_datetime(format="ISO8601")``)
+ISO8601 = "ISO8601"
+
+_D = "[0-9]"
+_WS = r"[ \t\n\x0b\x0c\r]"  # C isspace in the "C" locale: what pandas' parser skips
+# an offset's hour takes two digits when it can (pandas reads greedily): "+02 " is not "+0" and "2 "
+_TZ = r"(?:Z|[+-](?:[0-9]{2}(?::?[0-9]{1,2})?|[0-9](?::[0-9]{1,2})?))"
+_TIME = (r"(?:[0-9]{1,2}:[0-9]{1,2}(?::[0-9]{1,2}(?:\.[0-9]{0,18})?)?"
+         r"|[0-9]{2}(?:[0-9]{2}(?:[0-9]{2}(?:\.[0-9]{0,18})?)?)?)")
+_TIMEPART = (rf"(?:[T ]{_TIME}{_WS}*(?:Z{_WS}*|[+-](?:[0-9]{{2}}(?::?[0-9]{{1,2}}{_WS}*)?"
+             rf"|[0-9](?::[0-9]{{1,2}}{_WS}*)?))?)")
+#: the date separators of ISO 8601 text (pandas reads these four)
+DATE_SEPARATORS = ("-", ".", "/", "\\")
+TIME_STOPS = ":.Z+-"  # what may follow a time field's digits (with whitespace)
+
+
+def _iso_pattern() -> str:
+    dated = "|".join(rf"{re.escape(c)}{_D}{{1,2}}(?:{re.escape(c)}{_D}{{1,2}}{_TIMEPART}?)?" for c in DATE_SEPARATORS)
+    return rf"{_D}{{4}}(?:{dated}|{_D}{{4}}{_TIMEPART}?)?"
+
+
+ISO_PATTERN = _iso_pattern()
+
+#: strptime fields: (pattern when separated by literal text, pattern when packed, width when packed)
+STRPTIME_FIELDS = {
+    "Y": (f"{_D}{{4}}", f"{_D}{{4}}", 4),
+    "y": (f"{_D}{{2}}", f"{_D}{{2}}", 2),
+    "m": ("(?:1[0-2]|0[1-9]|[1-9])", "(?:1[0-2]|0[1-9])", 2),
+    "d": ("(?:3[01]|[12][0-9]|0[1-9]|[1-9])", "(?:3[01]|[12][0-9]|0[1-9])", 2),
+    "H": ("(?:2[0-3]|[0-1][0-9]|[0-9])", "(?:2[0-3]|[0-1][0-9])", 2),
+    "M": ("(?:[0-5][0-9]|[0-9])", "[0-5][0-9]", 2),
+    "S": ("(?:6[0-1]|[0-5][0-9]|[0-9])", "(?:6[0-1]|[0-5][0-9])", 2),
+    "f": (f"{_D}{{1,9}}", None, None),
+    "z": (r"(?:[+-][0-9]{2}:?[0-5][0-9]|Z)", None, None),
+}
+_REFUSED = {"a": "weekday names", "A": "weekday names", "b": "month names", "B": "month names",
+            "h": "month names", "p": "AM/PM", "I": "12-hour clock (needs %p)", "c": "locale's format",
+            "x": "locale's format", "X": "locale's format"}
+
+
+@dataclasses.dataclass(frozen=True)
+class DateFormat:
+    """A compiled date format: the validation pattern and how the graph reads the fields.
+
+    ``format`` is None for ISO 8601; ``iso`` tells which reader applies (pandas' ISO parser, or
+    strptime); ``steps`` are the strptime reader's steps: ``("skip", literal)`` or ``("read", fields)``
+    with ``fields`` a tuple of directives read from one run of digits.
+    """
+
+    format: str | None
+    pattern: str
+    iso: bool
+    steps: tuple = ()
+
+    @property
+    def stops(self) -> str:
+        """Characters that may follow a field's digits in a matching string (strptime formats): those of
+        the literal text and an offset's sign or ``Z``."""
+        text = "".join(value for kind, value in self.steps if kind == "skip") + "+-Z"
+        return "".join(c for c in dict.fromkeys(text) if not c.isdigit())
+
+    def matches(self, values: np.ndarray) -> np.ndarray:
+        """Python side of the grammar: True where a value is a string matching the pattern."""
+        rx = re.compile(self.pattern)
+        return np.fromiter((type(v) is str and rx.fullmatch(v) is not None for v in values), bool, len(values))
+
+
+@functools.lru_cache(maxsize=64)
+def date_format(fmt: str | None) -> DateFormat:
+    """Compile ``fmt`` (None, or ``"ISO8601"``, for ISO 8601).
+
+    Raises
+    ------
+    ValueError
+        for directives the graph cannot read (locale-dependent names, ``%j``, ``%U``...), or ``%f``
+        followed directly by another field.
+    """
+    if fmt is None or fmt == ISO8601:
+        return DateFormat(None, ISO_PATTERN, True)
+    return _strptime_like(fmt)
+
+
+def _strptime_like(fmt: str) -> DateFormat:
+    tokens: list[tuple[str, str]] = []
+    for m in re.finditer(r"%(.)|([^%]+)|(%)$", fmt):
+        if m.group(3):
+            raise ValueError(f"format {fmt!r} ends with a lone '%'")
+        if m.group(1) is not None:
+            d = m.group(1)
+            if d == "%":
+                tokens.append(("lit", "%"))
+            elif d in STRPTIME_FIELDS:
+                tokens.append(("field", d))
+            elif d in _REFUSED:
+                raise ValueError(f"format {fmt!r}: %{d} ({_REFUSED[d]}) depends on the host locale; "
+                                 "give numeric fields (%m, %d, %H...)")
+            else:
+                raise ValueError(f"format {fmt!r}: %{d} is not supported in the graph; use %Y %y %m %d %H %M %S %f %z")
+        else:
+            tokens.append(("lit", re.sub(r"\s+", " ", m.group(2))))
+    merged: list[tuple[str, Any]] = []
+    for kind, value in tokens:  # literals merged, fields grouped into runs of adjacent digits
+        if kind == "lit":
+            if merged and merged[-1][0] == "skip":
+                merged[-1] = ("skip", merged[-1][1] + value)
+            else:
+                merged.append(("skip", value))
+        elif merged and merged[-1][0] == "read" and value not in "fz" and merged[-1][1][-1] not in "fz":
+            # adjacent numeric fields share one run of digits
+            merged[-1] = ("read", merged[-1][1] + (value,))
+        else:
+            merged.append(("read", (value,)))
+    pattern = ""
+    for i, (kind, value) in enumerate(merged):
+        if kind == "skip":
+            pattern += re.escape(value)
+            continue
+        packed = len(value) > 1
+        if i + 1 < len(merged) and merged[i + 1][0] == "read" and merged[i + 1][1] != ("z",):
+            raise ValueError(f"format {fmt!r}: %{value[-1]} cannot be followed directly by another field")
+        pattern += "".join(STRPTIME_FIELDS[d][1] if packed else STRPTIME_FIELDS[d][0] for d in value)
+    return DateFormat(fmt, pattern, False, tuple(merged))
+
+
+
+def stored_format(fmt: DateFormat) -> str:
+    """How the input schema writes ``fmt``: its ``strftime`` format, or :data:`ISO8601`."""
+    return ISO8601 if fmt.format is None else fmt.format
