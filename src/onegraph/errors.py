@@ -69,6 +69,8 @@ class ColumnTypeError(DataError):
     def __init__(self, column: str, message: str, *, hint: str | None = None) -> None:
         super().__init__(f"column {column!r}: {message}", hint=hint)
         self.column = column
+        #: what is wrong, without the column's name
+        self.reason = message
 
 
 class UnknownCategoryError(DataError):

@@ -138,10 +138,9 @@ def build(
     if not keep_na_words:
         _note_na_words(data, target)
     _note_decimal_comma(data)
-    frame = frame[frame[target].notna()]
+    frame, y = auto.known_target(frame, target)
     if len(frame) < 10:
         raise OnegraphError(f"{data} has {len(frame)} rows with a target value; at least 10 are needed")
-    y = frame.pop(target)
     task = auto.check_task(y, task)
     frame = auto.prepare(frame)
     names = [m for m in (model or []) if m != "auto"] or ["logistic" if task == "classification" else "ridge"]

@@ -41,7 +41,7 @@ from onegraph.frame.transformers import (
     StandardScaler,
 )
 
-__all__ = ["CLASSIFIERS", "REGRESSORS", "MODEL_NAMES", "Plan", "infer_task", "check_task", "prepare",
+__all__ = ["CLASSIFIERS", "REGRESSORS", "MODEL_NAMES", "Plan", "infer_task", "known_target", "check_task", "prepare",
            "DATE_SHARE", "DATE_FORMATS", "NUMBER_SHARE", "formatted_numbers", "stray_text", "plan", "make_model"]
 
 CLASSIFIERS = {
@@ -92,6 +92,26 @@ def infer_task(target: pd.Series) -> str:
                           hint="choose a numeric or categorical target")
 
 
+def known_target(frame: pd.DataFrame, target: str) -> tuple[pd.DataFrame, pd.Series]:
+    """The rows of ``frame`` with a ``target`` value, without that column, and the target as the model learns
+    it: the dtype its values would have had without the blank cells. A CSV's ``True``/``False`` column with
+    blanks reads as object (Python bools and NaN; scikit-learn: "Unknown label type"), and its ``0``/``1``
+    column as float64 (a regression where the same data from Parquet, ``Int64``, is a classification): the
+    values left are bools, or integers, and become ``bool`` / ``int64``. A nullable target (Parquet's ``Int64``,
+    ``boolean``) becomes its numpy dtype (scikit-learn's classes would be float64 labels)."""
+    kept = frame[frame[target].notna()]
+    y = kept.pop(target)
+    numpy_dtype = getattr(y.dtype, "numpy_dtype", None)
+    if numpy_dtype is not None and numpy_dtype.kind in "biuf":
+        y = y.astype(numpy_dtype)
+    if y.dtype == object and len(y) and all(isinstance(v, (bool, np.bool_)) for v in y):
+        y = y.astype(bool)
+    elif pd.api.types.is_float_dtype(y.dtype) and len(y) < len(frame) and len(y) \
+            and np.all(np.mod(y.to_numpy(dtype=float), 1) == 0) and np.all(np.abs(y.to_numpy(dtype=float)) < 2**53):
+        y = y.astype(np.int64)
+    return kept, y
+
+
 def check_task(target: pd.Series, task: str) -> str:
     """The task for ``target``: ``task`` checked against the values, or inferred when ``"auto"``.
 
@@ -106,6 +126,11 @@ def check_task(target: pd.Series, task: str) -> str:
         raise DataError(f"target column {target.name!r} has {classes} distinct values, and {formatted}",
                         hint=f"{_AS_NUMBERS} for a regression, or give --task classification to use the texts as "
                              "classes")
+    strays = _stray_numbers(target) if kind == "string" else None
+    if task == "auto" and strays and classes > 20:  # numbers but for a few words: '?' made it text
+        raise DataError(f"target column {target.name!r} has {classes} distinct values, and {strays}",
+                        hint="make those cells empty (rows without a target are left out) for a regression, or "
+                             "give --task classification to use the texts as classes")
     if task == "auto":
         task = infer_task(target)
     if task not in ("classification", "regression"):
@@ -133,7 +158,10 @@ def prepare(frame: pd.DataFrame) -> pd.DataFrame:
     for c in frame.columns:
         if _is_nested(frame[c]):
             continue  # left out by plan
-        spec = spec_for(str(c), frame[c])
+        try:
+            spec = spec_for(str(c), frame[c])
+        except ColumnTypeError:
+            continue  # left out by plan, which says why
         if spec.kind == "bool" and spec.onnx_type == "bool":
             out[c] = frame[c].astype("boolean")
         infinite = np.isinf(frame[c].to_numpy(dtype=float, na_value=np.nan)) if spec.kind == "float" else None
@@ -347,7 +375,12 @@ def plan(frame: pd.DataFrame) -> Plan:
             skipped[str(c)] = "nested values (lists, structs, maps) are not used by automatic preprocessing"
             unreadable.append(c)
             continue
-        spec = spec_for(str(c), frame[c])
+        try:
+            spec = spec_for(str(c), frame[c])
+        except ColumnTypeError as exc:  # values no graph input takes (times of day...): the rest still builds
+            skipped[str(c)] = exc.reason + (f" ({exc.hint})" if exc.hint else "")
+            unreadable.append(c)
+            continue
         found = _date_values(frame, str(c)) if spec.kind in ("datetime", "string") else None
         # dates are often all distinct: only the empty / constant rules apply to them
         why = _leave_out(str(c), frame[c], "datetime" if found is not None else spec.kind)
