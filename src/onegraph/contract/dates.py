@@ -23,8 +23,6 @@ ISO8601 = "ISO8601"
 
 _D = "[0-9]"
 _WS = r"[ \t\n\x0b\x0c\r]"  # C isspace in the "C" locale: what pandas' parser skips
-# an offset's hour takes two digits when it can (pandas reads greedily): "+02 " is not "+0" and "2 "
-_TZ = r"(?:Z|[+-](?:[0-9]{2}(?::?[0-9]{1,2})?|[0-9](?::[0-9]{1,2})?))"
 _TIME = (r"(?:[0-9]{1,2}:[0-9]{1,2}(?::[0-9]{1,2}(?:\.[0-9]{0,18})?)?"
          r"|[0-9]{2}(?:[0-9]{2}(?:[0-9]{2}(?:\.[0-9]{0,18})?)?)?)")
 _TIMEPART = (rf"(?:[T ]{_TIME}{_WS}*(?:Z{_WS}*|[+-](?:[0-9]{{2}}(?::?[0-9]{{1,2}}{_WS}*)?"
@@ -79,9 +77,14 @@ class DateFormat:
         text = "".join(value for kind, value in self.steps if kind == "skip") + "+-Z"
         return "".join(c for c in dict.fromkeys(text) if not c.isdigit())
 
+    @functools.cached_property
+    def regex(self) -> re.Pattern:
+        """:attr:`pattern` compiled once per format (``date_format`` caches the formats)."""
+        return re.compile(self.pattern)
+
     def matches(self, values: np.ndarray) -> np.ndarray:
         """Python side of the grammar: True where a value is a string matching the pattern."""
-        rx = re.compile(self.pattern)
+        rx = self.regex
         return np.fromiter((type(v) is str and rx.fullmatch(v) is not None for v in values), bool, len(values))
 
 
@@ -140,7 +143,6 @@ def _strptime_like(fmt: str) -> DateFormat:
             raise ValueError(f"format {fmt!r}: %{value[-1]} cannot be followed directly by another field")
         pattern += "".join(STRPTIME_FIELDS[d][1] if packed else STRPTIME_FIELDS[d][0] for d in value)
     return DateFormat(fmt, pattern, False, tuple(merged))
-
 
 
 def stored_format(fmt: DateFormat) -> str:

@@ -42,11 +42,10 @@ def to_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
         column, a non-text value in a string column, an unparseable date, text dates all written in a format other
         than the one the column's dates are parsed in (``spec.date_format``: the graph would read each as missing).
     """
+    feed = _feed(spec, values)
     if spec.date_format is not None:
-        feed = _feed(spec, values)
         refuse_other_dates(spec, feed)
-        return feed
-    return _feed(spec, values)
+    return feed
 
 
 def _feed(spec: ColumnSpec, values: Any) -> np.ndarray:
@@ -85,14 +84,10 @@ def refuse_other_dates(spec: ColumnSpec, texts: np.ndarray) -> None:
     its dates another way, which the graph would read as missing dates, every one. A feed with some dates in
     the format reads its odd values as missing, as pandas' ``to_datetime(errors="coerce")`` did when the model
     was built; text that is no date (a word such as ``unknown``, ``2012-13-45``) is a missing date too."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
     present = texts != MISSING_STRING
-    if not present.any():
-        return
     fmt = date_format(spec.date_format)
-    if pc.any(pc.match_substring_regex(pa.array(texts[present], pa.string()), f"^(?:{fmt.pattern})$")).as_py():
+    # stops at the first date in the format, usually row 0: the whole feed is read only when it is refused
+    if not present.any() or any(fmt.regex.fullmatch(t) for t in texts[present]):
         return
     for row in np.flatnonzero(present):
         if _is_date(texts[row]):

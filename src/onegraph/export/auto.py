@@ -106,9 +106,10 @@ def known_target(frame: pd.DataFrame, target: str) -> tuple[pd.DataFrame, pd.Ser
         y = y.astype(numpy_dtype)
     if y.dtype == object and len(y) and all(isinstance(v, (bool, np.bool_)) for v in y):
         y = y.astype(bool)
-    elif pd.api.types.is_float_dtype(y.dtype) and len(y) < len(frame) and len(y) \
-            and np.all(np.mod(y.to_numpy(dtype=float), 1) == 0) and np.all(np.abs(y.to_numpy(dtype=float)) < 2**53):
-        y = y.astype(np.int64)
+    elif pd.api.types.is_float_dtype(y.dtype) and 0 < len(y) < len(frame):  # the blanks made it float
+        values = y.to_numpy(dtype=float)
+        if np.all(np.mod(values, 1) == 0) and np.all(np.abs(values) < 2**53):
+            y = y.astype(np.int64)
     return kept, y
 
 
