@@ -135,7 +135,8 @@ def test_show_a_model_built_elsewhere(cli):
     assert str(shape) in done.stdout.replace("\n", ""), done.stdout
 
 
-@pytest.mark.parametrize("fmt", ["%m/%d/%Y", "%d.%m.%Y", "%d/%m/%Y %H:%M"])
+@pytest.mark.parametrize("fmt", ["%m/%d/%Y", "%d.%m.%Y", "%d/%m/%Y %H:%M", "%d-%b-%Y", "%m/%d/%Y %I:%M:%S %p",
+                                 "%Y-%m-%d %H:%M:%S UTC"])
 def test_build_reads_dates_written_day_or_month_first(tmp_path, cli, fmt):
     """A CSV's date column written month or day first is read as dates in that format (a note names it), not
     as categories: the model scores its rows exactly as the same model built from the ISO-written dates does."""
@@ -143,7 +144,7 @@ def test_build_reads_dates_written_day_or_month_first(tmp_path, cli, fmt):
     stamps = pd.to_datetime(weather["date"])
     iso, other = weather.copy(), weather.copy()
     other["date"] = stamps.dt.strftime(fmt)
-    iso["date"] = stamps.dt.strftime("%Y-%m-%d %H:%M" if "%H" in fmt else "%Y-%m-%d")
+    iso["date"] = stamps.dt.strftime("%Y-%m-%d %H:%M" if "%M" in fmt else "%Y-%m-%d")
     scores = {}
     for name, frame in (("iso", iso), ("other", other)):
         frame.to_csv(tmp_path / f"{name}.csv", index=False)

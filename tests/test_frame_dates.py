@@ -229,24 +229,43 @@ def test_hypothesis_iso_text_parses_as_pandas(values):
 
 
 @pytest.mark.parametrize("fmt", ["%d/%m/%Y", "%Y%m%d", "%m/%d/%Y %H:%M", "%d.%m.%y %H:%M:%S.%f",
-                                 "%Y-%m-%d %H:%M:%S%z", "%Y-%m-%d"])
+                                 "%Y-%m-%d %H:%M:%S%z", "%Y-%m-%d", "%d-%b-%Y", "%d-%b-%y %H:%M", "%B %d, %Y",
+                                 "%m/%d/%Y %I:%M:%S %p", "%m/%d/%Y %I:%M%p", "%Y-%m-%d %H:%M:%S UTC"])
 def test_strftime_formats_parse_as_pandas(fmt):
     rng = np.random.default_rng(3)
     stamps = pd.to_datetime(rng.integers(pd.Timestamp("1950-01-01").value, pd.Timestamp("2060-01-01").value, 200))
     text = [t.strftime(fmt.replace("%z", "+0100")) for t in stamps]
     odd = ["31/02/2023", "1/6/2023", "2023613", "6/13/2023 4:53", "13.06.70 04:53:60.5", "2023-06-13 00:00:00Z",
-           "2023-6-1", " 2023-06-13", "x", "", None]
+           "2023-6-1", " 2023-06-13", "x", "", None,
+           # words: any case, abbreviations only for %b and full names only for %B, 12 AM is hour 0
+           "01-JAN-2012", "1-jan-12 3:07", "01-Sept-2012", "31-Feb-2012", "January 5, 2012", "Jan 5, 2012",
+           "12/01/2012 12:00:00 AM", "12/01/2012 12:00:00 pm", "12/01/2012 13:00:00 PM", "12/01/2012 0:00:00 AM",
+           "1/5/2012 12:45AM", "2012-01-05 13:45:00 utc"]
     frame = pd.DataFrame({"t": text + odd})
     parts = DateParts(INSTANT, format=fmt).fit(frame)
     model = graph_matches_transform(parts, frame)
     reference_agrees(model, frame)
-    out = parts.transform(frame)
-    assert out["t_year"].iloc[:200].notna().all()
+    # the dates strftime wrote read as pandas' own parser reads them, field by field
+    got = onegraph.score(model, frame).iloc[:200]
+    raw = pd.to_datetime(pd.Series(text), format=fmt, utc=True)
+    for field in ("year", "month", "day", "hour", "minute", "second"):
+        np.testing.assert_array_equal(got[f"t_{field}"].to_numpy(), getattr(raw.dt, field).to_numpy(), field)
 
 
 def test_locale_dependent_formats_are_refused():
-    with pytest.raises(ColumnTypeError, match="%b.*locale"):
-        DateParts(format="%d %b %Y").fit(pd.DataFrame({"t": ["01 Jan 2020"]}))
+    for fmt, why in (("%a %d %Y", "%a .weekday names. depends on the host locale"),
+                     ("%x", "%x .locale's format."), ("%d %h %Y", "%h is a synonym of %b")):
+        with pytest.raises(ColumnTypeError, match=why):
+            DateParts(format=fmt).fit(pd.DataFrame({"t": ["01 Jan 2020"]}))
+
+
+@pytest.mark.parametrize(("fmt", "why"), [
+    ("%d%b%Y", "%d cannot be followed directly by %b"), ("%b%Y", "%b must be followed by literal text"),
+    ("%d %Bx%Y", "the text after %B must not start with a letter"), ("%H:%M %I", "both %H and %I"),
+])
+def test_word_fields_the_graph_cannot_split_are_refused(fmt, why):
+    with pytest.raises(ColumnTypeError, match=why):
+        DateParts(format=fmt).fit(pd.DataFrame({"t": ["01 Jan 2020"]}))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -92,5 +92,28 @@ def test_a_word_in_the_date_column_is_still_a_missing_date(us_model, weather):
 
 
 def test_an_unreadable_stored_format_is_a_metadata_error():
-    with pytest.raises(MetadataError, match=r"date_format: .*%b \(month names\) depends on the host locale"):
-        ColumnSpec.from_dict({"name": "d", "kind": "string", "onnx_type": "string", "date_format": "%b %d %Y"})
+    with pytest.raises(MetadataError, match=r"date_format: .*%a \(weekday names\) depends on the host locale"):
+        ColumnSpec.from_dict({"name": "d", "kind": "string", "onnx_type": "string", "date_format": "%a %d %Y"})
+
+
+def test_month_names_and_iso_text_refuse_each_other(weather, tmp_path):
+    """A model built on 01-Jan-2012 dates (Oracle's and SAS' way) refuses ISO dates, and an ISO model refuses
+    01-Jan-2012 dates, naming the value, where each graph would read every date as missing."""
+    models = {}
+    for name, fmt in (("named", "%d-%b-%Y"), ("iso", "%Y-%m-%d")):
+        data = tmp_path / f"{name}.csv"
+        weather.assign(date=weather["date"].dt.strftime(fmt)).to_csv(data, index=False)
+        built = run("build", data, "--target", "weather", "-o", tmp_path / f"{name}.onnx")
+        assert built.returncode == 0, built.stderr
+        models[name] = onegraph.Session(tmp_path / f"{name}.onnx")
+    assert {s.name: s.date_format for s in models["named"].inputs}["date"] == "%d-%b-%Y"
+    named = weather.assign(date=weather["date"].dt.strftime("%d-%b-%Y"))
+    iso = weather.assign(date=weather["date"].dt.strftime("%Y-%m-%d"))
+    np.testing.assert_array_equal(models["named"].run(named)["probabilities"],
+                                  models["iso"].run(iso)["probabilities"])
+    with pytest.raises(ColumnTypeError, match=r"value '01-Jan-2012' at row 0 is a date, but the model reads this "
+                                              r"column's dates as ISO 8601"):
+        models["iso"].run(named)
+    with pytest.raises(ColumnTypeError, match=r"value '2012-01-01' at row 0 is a date, but the model reads this "
+                                              r"column's dates as '%d-%b-%Y'"):
+        models["named"].run(iso)

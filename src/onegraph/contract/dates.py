@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import re
 from typing import Any
 
 import numpy as np
 
-__all__ = ["ISO8601", "ISO_PATTERN", "DateFormat", "date_format", "stored_format"]
+__all__ = ["ISO8601", "ISO_PATTERN", "NAME_FIELDS", "DateFormat", "date_format", "stored_format"]
 
 #: how an input schema writes ISO 8601 as a column's date format (``pandas.to_datetime(format="ISO8601")``)
 ISO8601 = "ISO8601"
@@ -48,12 +49,23 @@ STRPTIME_FIELDS = {
     "H": ("(?:2[0-3]|[0-1][0-9]|[0-9])", "(?:2[0-3]|[0-1][0-9])", 2),
     "M": ("(?:[0-5][0-9]|[0-9])", "[0-5][0-9]", 2),
     "S": ("(?:6[0-1]|[0-5][0-9]|[0-9])", "(?:6[0-1]|[0-5][0-9])", 2),
+    "I": ("(?:1[0-2]|0[1-9]|[1-9])", "(?:1[0-2]|0[1-9])", 2),
     "f": (f"{_D}{{1,9}}", None, None),
     "z": (r"(?:[+-][0-9]{2}:?[0-5][0-9]|Z)", None, None),
 }
-_REFUSED = {"a": "weekday names", "A": "weekday names", "b": "month names", "B": "month names",
-            "h": "month names", "p": "AM/PM", "I": "12-hour clock (needs %p)", "c": "locale's format",
-            "x": "locale's format", "X": "locale's format"}
+MONTH_NAMES = ("January", "February", "March", "April", "May", "June", "July", "August", "September",
+               "October", "November", "December")
+#: fields written as English words, as pandas' ``strptime`` reads them under the C or an English locale
+#: (case-insensitive): the pattern of each word in order (month 1-12; AM, PM)
+NAME_FIELDS = {
+    "b": tuple(m[:3] for m in MONTH_NAMES),
+    "B": MONTH_NAMES,
+    "p": ("AM", "PM"),
+}
+_LOCALE = "depends on the host locale; give numeric fields (%m, %d, %H...) or %b / %B / %p"
+_REFUSED = {"a": f"(weekday names) {_LOCALE}", "A": f"(weekday names) {_LOCALE}",
+            "h": "is a synonym of %b that pandas does not read; use %b", "c": f"(locale's format) {_LOCALE}",
+            "x": f"(locale's format) {_LOCALE}", "X": f"(locale's format) {_LOCALE}"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,8 +73,9 @@ class DateFormat:
     """A compiled date format: the validation pattern and how the graph reads the fields.
 
     ``format`` is None for ISO 8601; ``iso`` tells which reader applies (pandas' ISO parser, or
-    strptime); ``steps`` are the strptime reader's steps: ``("skip", literal)`` or ``("read", fields)``
-    with ``fields`` a tuple of directives read from one run of digits.
+    strptime); ``steps`` are the strptime reader's steps: ``("skip", literal)``, ``("read", fields)``
+    with ``fields`` a tuple of directives read from one run of digits, or ``("name", directive)`` for a
+    field written as a word (:data:`NAME_FIELDS`).
     """
 
     format: str | None
@@ -75,6 +88,8 @@ class DateFormat:
         """Characters that may follow a field's digits in a matching string (strptime formats): those of
         the literal text and an offset's sign or ``Z``."""
         text = "".join(value for kind, value in self.steps if kind == "skip") + "+-Z"
+        if ("name", "p") in self.steps:  # 3:45PM: the minutes' digits stop at the AM/PM word
+            text += "AaPp"
         return "".join(c for c in dict.fromkeys(text) if not c.isdigit())
 
     @functools.cached_property
@@ -114,11 +129,13 @@ def _strptime_like(fmt: str) -> DateFormat:
                 tokens.append(("lit", "%"))
             elif d in STRPTIME_FIELDS:
                 tokens.append(("field", d))
+            elif d in NAME_FIELDS:
+                tokens.append(("name", d))
             elif d in _REFUSED:
-                raise ValueError(f"format {fmt!r}: %{d} ({_REFUSED[d]}) depends on the host locale; "
-                                 "give numeric fields (%m, %d, %H...)")
+                raise ValueError(f"format {fmt!r}: %{d} {_REFUSED[d]}")
             else:
-                raise ValueError(f"format {fmt!r}: %{d} is not supported in the graph; use %Y %y %m %d %H %M %S %f %z")
+                raise ValueError(f"format {fmt!r}: %{d} is not supported in the graph; "
+                                 "use %Y %y %m %d %H %I %M %S %f %z %b %B %p")
         else:
             tokens.append(("lit", re.sub(r"\s+", " ", m.group(2))))
     merged: list[tuple[str, Any]] = []
@@ -128,21 +145,44 @@ def _strptime_like(fmt: str) -> DateFormat:
                 merged[-1] = ("skip", merged[-1][1] + value)
             else:
                 merged.append(("skip", value))
+        elif kind == "name":
+            merged.append(("name", value))
         elif merged and merged[-1][0] == "read" and value not in "fz" and merged[-1][1][-1] not in "fz":
             # adjacent numeric fields share one run of digits
             merged[-1] = ("read", merged[-1][1] + (value,))
         else:
             merged.append(("read", (value,)))
+    _check_fields(fmt, merged)
     pattern = ""
     for i, (kind, value) in enumerate(merged):
         if kind == "skip":
             pattern += re.escape(value)
-            continue
-        packed = len(value) > 1
-        if i + 1 < len(merged) and merged[i + 1][0] == "read" and merged[i + 1][1] != ("z",):
-            raise ValueError(f"format {fmt!r}: %{value[-1]} cannot be followed directly by another field")
-        pattern += "".join(STRPTIME_FIELDS[d][1] if packed else STRPTIME_FIELDS[d][0] for d in value)
+        elif kind == "name":
+            pattern += "(?i:" + "|".join(word.lower() for word in NAME_FIELDS[value]) + ")"
+        else:
+            packed = len(value) > 1
+            pattern += "".join(STRPTIME_FIELDS[d][1] if packed else STRPTIME_FIELDS[d][0] for d in value)
     return DateFormat(fmt, pattern, False, tuple(merged))
+
+
+def _check_fields(fmt: str, steps: list[tuple[str, Any]]) -> None:
+    """Refuse what the graph's reader could not split apart: a field directly after a numeric field (but an
+    offset, or %p after digits: 3:45PM), anything directly after a word field, a word field directly after a
+    numeric one (but %p), text after a word that starts with a letter (it could be read inside the word), and
+    %H with %I."""
+    directives = [d for kind, value in steps if kind != "skip" for d in ((value,) if kind == "name" else value)]
+    if "H" in directives and "I" in directives:
+        raise ValueError(f"format {fmt!r} has both %H and %I; give one hour field")
+    for (kind, value), (after, following) in itertools.pairwise(steps):
+        if kind == "name" and after != "skip":
+            raise ValueError(f"format {fmt!r}: %{value} must be followed by literal text or end the format")
+        if kind == "name" and following[0].isascii() and following[0].isalpha():
+            raise ValueError(f"format {fmt!r}: the text after %{value} must not start with a letter")
+        if kind == "read" and after == "read" and following != ("z",):
+            raise ValueError(f"format {fmt!r}: %{value[-1]} cannot be followed directly by another field")
+        if kind == "read" and after == "name" and following != "p":
+            raise ValueError(f"format {fmt!r}: %{value[-1]} cannot be followed directly by %{following}; "
+                             "put literal text between them")
 
 
 def stored_format(fmt: DateFormat) -> str:

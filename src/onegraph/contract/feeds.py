@@ -98,22 +98,29 @@ def refuse_other_dates(spec: ColumnSpec, texts: np.ndarray) -> None:
                                        "from (pandas: .dt.strftime)")
 
 
-#: a calendar date as people write it: year first (2012-01-31) or day and month first (31.01.12, 1/31/2012),
-#: one separator twice, maybe a time of day and a zone after
+#: a calendar date as people write it: year first (2012-01-31), day and month first (31.01.12, 1/31/2012), one
+#: separator twice, or with an English month name (31-Jan-2012, 31 January 2012, Jan 31, 2012); maybe a time
+#: of day (24-hour, or 12-hour with AM/PM) and a zone after
 _YEAR_FIRST = r"(?P<y>\d{4})(?P<s>[-/.])(?P<m>\d{1,2})(?P=s)(?P<d>\d{1,2})"
 _YEAR_LAST = r"(?P<a>\d{1,2})(?P<t>[-/.])(?P<b>\d{1,2})(?P=t)(?:\d{4}|\d{2})"
-_DATE_LIKE = re.compile(rf"(?:{_YEAR_FIRST}|{_YEAR_LAST})"
-                        r"(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?(?: ?(?:Z|UTC|GMT|[+-]\d{2}(?::?\d{2})?))?)?")
+_MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
+          r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?")
+_NAMED = rf"(?i:\d{{1,2}}[- ]{_MONTH}[- ](?:\d{{4}}|\d{{2}})|{_MONTH} \d{{1,2}},? \d{{4}})"
+_DATE_LIKE = re.compile(rf"(?:{_YEAR_FIRST}|{_YEAR_LAST}|{_NAMED})"
+                        r"(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?(?: ?[AaPp][Mm])?"
+                        r"(?: ?(?:Z|UTC|GMT|[+-]\d{2}(?::?\d{2})?))?)?")
 
 
 def _is_date(text: str) -> bool:
     """Whether ``text`` is a calendar date in one of the shapes of ``_DATE_LIKE`` whose month and day exist
-    (1-12 and 1-31, either order when the year is last)."""
+    (1-12 and 1-31, either order when the year is last; a month name is one)."""
     found = _DATE_LIKE.fullmatch(text)
     if found is None:
         return False
     if found["y"] is not None:
         return 1 <= int(found["m"]) <= 12 and 1 <= int(found["d"]) <= 31
+    if found["a"] is None:
+        return True
     a, b = int(found["a"]), int(found["b"])
     return (1 <= a <= 12 and 1 <= b <= 31) or (1 <= b <= 12 and 1 <= a <= 31)
 

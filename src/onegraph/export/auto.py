@@ -7,8 +7,9 @@ Per column kind (see :mod:`onegraph.contract.columns`):
 * text and categories: missing values become their own category, then one-hot encoding of the 20 most
   frequent categories (the rest grouped as "infrequent"; categories unseen in fit count as infrequent);
 * datetimes, and text columns whose values (95% or more of those present) are dates, such as a CSV's
-  date column — ISO 8601, else one of :data:`DATE_FORMATS` (``%m/%d/%Y``, ``%d.%m.%Y``..., named in a note): calendar parts (year, month, day, day of week, day of year; hour and minute when
-  some value has a time of day) with :class:`~onegraph.frame.DateParts`, computed in the column's own
+  date column — ISO 8601, else one of :data:`DATE_FORMATS` (``%m/%d/%Y``, ``%d.%m.%Y``, ``%d-%b-%Y``,
+  ``%m/%d/%Y %I:%M %p``..., named in a note): calendar parts (year, month, day, day of week, day of year;
+  hour and minute when some value has a time of day) with :class:`~onegraph.frame.DateParts`, computed in the column's own
   time zone and parsed in the graph for text; then median imputation (missing dates) and scaling;
 * durations are left out (a note says so).
 
@@ -210,12 +211,29 @@ def _leave_out(name: str, values: pd.Series, kind: str) -> str | None:
 DATE_SHARE = 0.95
 
 _DAY_MONTH = ("%m/%d/%Y", "%d/%m/%Y", "%m-%d-%Y", "%d-%m-%Y", "%d.%m.%Y")
-#: what every value of :data:`DATE_FORMATS` starts with (tried first: most text columns fail it at once)
-_DAY_MONTH_START = re.compile(r"[0-9]{1,2}[-/.][0-9]{1,2}[-/.][0-9]{4}")
-#: the non-ISO formats a text column is tried against when it holds no ISO 8601 dates: month or day first
-#: with a four-digit year, each alone and followed by `` %H:%M`` or `` %H:%M:%S`` (when a column's values fit
-#: both orders, month first is taken, as ``pandas.to_datetime`` does, and the note says so)
-DATE_FORMATS = tuple(f + t for f in _DAY_MONTH for t in ("", " %H:%M", " %H:%M:%S"))
+_TIMES = ("", " %H:%M", " %H:%M:%S")
+#: English month names (01-Jan-2012, Oracle's 01-JAN-12, Jan 5, 2012, 5 January 2012)
+_NAMED = ("%d-%b-%Y", "%d-%b-%y", "%d %b %Y", "%d %B %Y", "%b %d, %Y", "%B %d, %Y", "%b %d %Y")
+#: the non-ISO formats a text column is tried against when it holds no ISO 8601 dates, in groups, each with
+#: what every value of its formats starts with (most text columns fail every group at once): month or day
+#: first with a four-digit year, alone or with a 24- or 12-hour time (when a column's values fit both orders,
+#: month first is taken, as ``pandas.to_datetime`` does, and the note says so); English month names; ISO
+#: dates and times followed by `` UTC`` (BigQuery's exports), which pandas' ISO reader does not take
+_FORMAT_GROUPS = (
+    (re.compile(r"[0-9]{1,2}[-/.][0-9]{1,2}[-/.][0-9]{4}"),
+     tuple(f + t for f in _DAY_MONTH for t in (*_TIMES, " %I:%M %p", " %I:%M:%S %p"))),
+    (re.compile(r"(?i:[0-9]{1,2}[- ][a-z]{3}|[a-z]{3,9} [0-9]{1,2})"),
+     tuple(f + t for f in _NAMED for t in _TIMES)),
+    (re.compile(r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}[ T].* UTC"),
+     ("%Y-%m-%d %H:%M:%S UTC", "%Y-%m-%d %H:%M:%S.%f UTC", "%Y-%m-%d %H:%M UTC", "%Y-%m-%dT%H:%M:%S UTC")),
+)
+DATE_FORMATS = tuple(f for _, formats in _FORMAT_GROUPS for f in formats)
+
+
+def _candidate_formats(sample: np.ndarray, share: float) -> list[str]:
+    """The formats of the groups :data:`_FORMAT_GROUPS` whose start ``share`` of ``sample`` has."""
+    return [f for start, formats in _FORMAT_GROUPS
+            if np.mean([start.match(v) is not None for v in sample]) >= share for f in formats]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -240,15 +258,17 @@ def _date_values(frame: pd.DataFrame, column: str) -> _Dates | None:
         return None
     sample = np.asarray(values.iloc[:1000].astype(str), dtype=object)  # most columns are told apart here
     fitting: list[str | None] = [None] if _parsed_share(sample, None) >= DATE_SHARE else []
-    if not fitting and np.mean([_DAY_MONTH_START.match(v) is not None for v in sample]) >= DATE_SHARE:
-        fitting = [f for f in DATE_FORMATS if _parsed_share(sample, f) >= DATE_SHARE]
+    if not fitting:
+        fitting = [f for f in _candidate_formats(sample, DATE_SHARE) if _parsed_share(sample, f) >= DATE_SHARE]
     texts = np.asarray(values.astype(str), dtype=object)
     fitting = [f for f in fitting if _parsed_share(texts, f) >= DATE_SHARE]
     if not fitting:
         return None
     fmt = fitting[0]
     note = None
-    if fmt is not None:
+    if fmt is not None and fmt.split(" ")[0] not in _DAY_MONTH:
+        note = f"read as dates in the format {fmt!r}"
+    elif fmt is not None:
         others = [f for f in fitting[1:] if f.replace("%d", "%D").replace("%m", "%d").replace("%D", "%m") == fmt]
         order = "month" if fmt.index("%m") < fmt.index("%d") else "day"
         note = (f"read as dates in the format {fmt!r}" + (
@@ -275,7 +295,7 @@ def _mixed_dates(present: pd.Series) -> str | None:
     """For text values of which half or more are dates but no single format reads :data:`DATE_SHARE` of them:
     what each format reads (from the first 1,000), else None."""
     sample = np.asarray(present.iloc[:1000].astype(str), dtype=object)
-    matched = {f: date_format(f).matches(sample) for f in (None, *DATE_FORMATS)}
+    matched = {f: date_format(f).matches(sample) for f in (None, *_candidate_formats(sample, 1e-9))}
     shares = {f: float(m.mean()) for f, m in matched.items()}
     any_date = np.logical_or.reduce(list(matched.values()))
     if any_date.mean() < 0.5:

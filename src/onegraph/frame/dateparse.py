@@ -14,13 +14,16 @@ Two grammars:
   optional fraction of up to 18 digits (truncated to nanoseconds), optional whitespace and an offset ``Z``,
   ``+hh``, ``+hhmm``, ``+hh:mm``, then optional whitespace. Not supported (NaT in the graph *and* in
   ``transform``): leading whitespace, a space as the date separator, negative years.
-* a ``strftime`` format built from ``%Y %y %m %d %H %M %S %f %z %%`` and literal text, read as pandas'
+* a ``strftime`` format built from ``%Y %y %m %d %H %I %M %S %f %z %b %B %p %%`` and literal text, read as pandas'
   ``strptime`` reader does (pandas tries its ISO reader first for ISO-like formats such as ``"%Y-%m-%d"``
   and falls back to ``strptime``; the strings both accept read the same): fields separated by literal text
   may be unpadded (``1/6/2023`` for ``%d/%m/%Y``); fields written next to each other (``%Y%m%d``) must be
   zero-padded; seconds 60 and 61 carry over into the next minute as pandas does; a space in the format
-  matches one space. Not supported: space-padded days (``" 5"``), offsets with seconds, and names of
-  months and days (``%b``, ``%A``...) or AM/PM, which depend on the host locale (refused).
+  matches one space. Month names (``%b`` Jan, ``%B`` January) and ``%p`` (AM/PM, with ``%I``: 12 AM is
+  hour 0) are the English words, in any case, as pandas reads them under the C or an English locale; a
+  word must be followed by literal text (not starting with a letter) or end the format, and only ``%p``
+  may follow a numeric field directly (``3:45PM``). Not supported: space-padded days (``" 5"``), offsets
+  with seconds, weekday names (``%a``, ``%A``) and the locale's own formats (``%c``, ``%x``: refused).
 
 ``transform`` applies the same grammar (Python ``re``, identical pattern) before calling pandas, so the
 graph and the DataFrame side agree on every string; values outside the nanosecond range
@@ -38,6 +41,7 @@ import pandas as pd
 from onegraph.contract.dates import (
     DATE_SEPARATORS,
     ISO_PATTERN,
+    NAME_FIELDS,
     STRPTIME_FIELDS,
     TIME_STOPS,
     DateFormat,
@@ -191,6 +195,15 @@ def _strptime_fields(s: Val, valid: Val, fmt: DateFormat) -> _Fields:
         if kind == "skip":
             rest = part(split(rest, value, 1)[0], 1)
             continue
+        if kind == "name":
+            # the pattern has checked the word: its first letters tell it (jan..dec differ in three)
+            words = NAME_FIELDS[value]
+            prefix = "[0-9]*" if value == "p" else ""  # 3:45PM: the text still starts with the minutes
+            number = scalar(s.g, 0)
+            for k, word in enumerate(words):
+                number = where(full_match(rest, f"(?is){prefix}{word[:3].lower()}.*"), k, number)
+            values[value] = number
+            continue
         if value == ("f",):
             fraction = _fraction_ns(rest, valid)
             continue
@@ -215,6 +228,10 @@ def _strptime_fields(s: Val, valid: Val, fmt: DateFormat) -> _Fields:
         year = values["y"] + where(values["y"] < 69, 2000, 1900)
     if year is None:
         year = int_zero + 1900
+    if "B" in values or "b" in values:
+        values["m"] = values.get("B", values.get("b")) + 1
+    if "I" in values:  # strptime: 12 AM is hour 0, 12 PM hour 12; without %p the hour is AM
+        values["H"] = values["I"] % 12 + (values["p"] * 12 if "p" in values else 0)
     pick = {k: values.get(k) for k in "mdHMS"}
     return _Fields(
         year=year,
