@@ -91,3 +91,31 @@ def test_a_zero_one_target_with_blanks_is_the_same_task_from_csv_and_parquet(cli
     for column in ("probabilities_0", "probabilities_1"):
         # the same data in the same rows: the same fit (lbfgs is deterministic), so the same probabilities
         np.testing.assert_array_equal(outs[".csv"][column], outs[".parquet"][column])
+
+
+def test_class_codes_written_with_leading_zeros_keep_them(cli, penguins, tmp_path):
+    """A target of codes (``001``, ``002``; FIPS, ZIP and product codes are written so) reads from a CSV as
+    the numbers 1, 2 in pandas: the model's labels are the codes as written, from CSV and from the same table
+    with the codes as text, and a note says so. A numeric target without such zeros stays numbers."""
+    species = sorted(penguins["species"].unique())
+    codes = penguins.assign(species=penguins["species"].map({s: f"{i + 1:03d}" for i, s in enumerate(species)}))
+    data = tmp_path / "codes.csv"
+    codes.to_csv(data, index=False)
+    built = cli("build", str(data), "--target", "species", "-o", str(tmp_path / "codes.onnx"))
+    assert built.returncode == 0, built.stderr
+    assert "note: target 'species' is written with leading zeros ('001'): its classes are the texts" in built.stderr
+    scored = onegraph.score(tmp_path / "codes.onnx", codes.drop(columns="species"))
+    assert set(scored["label"]) <= {"001", "002", "003"} and len(set(scored["label"])) == 3
+    assert (scored["label"] == codes["species"]).mean() > 0.9  # the penguins' species, learned
+    parquet = tmp_path / "codes.parquet"
+    codes.to_parquet(parquet)
+    assert cli("build", str(parquet), "--target", "species", "-o", str(tmp_path / "p.onnx")).returncode == 0
+    np.testing.assert_array_equal(onegraph.score(tmp_path / "p.onnx", codes.drop(columns="species"))["label"],
+                                  scored["label"])
+    # plain integers stay integers (no zero before another digit)
+    plain = codes.assign(species=codes["species"].astype(int))
+    plain.to_csv(data, index=False)
+    built = cli("build", str(data), "--target", "species", "-o", str(tmp_path / "plain.onnx"))
+    assert built.returncode == 0 and "leading zeros" not in built.stderr, built.stderr
+    labels = onegraph.score(tmp_path / "plain.onnx", plain.drop(columns="species"))["label"]
+    assert set(labels) <= {1, 2, 3}

@@ -119,12 +119,13 @@ def build(
     keep_na_words: KeepNaWords = False,
 ) -> None:
     """Fit preprocessing (chosen per column type) and a model on DATA, build one ONNX model, check it."""
+    import pandas as pd
     from sklearn.model_selection import train_test_split
 
     import onegraph
-    from onegraph.export import auto
     from onegraph.cli.compose import ensemble_options
-    from onegraph.io import read_table
+    from onegraph.export import auto
+    from onegraph.io import read_table, read_text_columns
 
     ensemble_options(ensemble, weights, len([m for m in model or [] if m != "auto"]) or 1)
     if not 0 < test_size < 1:
@@ -138,7 +139,12 @@ def build(
     if not keep_na_words:
         _note_na_words(data, target)
     _note_decimal_comma(data)
-    frame, y = auto.known_target(frame, target)
+    numeric = pd.api.types.is_numeric_dtype(frame[target].dtype)
+    frame, y = auto.known_target(frame, target, read_text_columns(data, [target], read=frame)[target])
+    if numeric and not pd.api.types.is_numeric_dtype(y.dtype):  # codes with leading zeros
+        code = auto.zero_padded(y)
+        err.print(f"note: target {target!r} is written with leading zeros ({code!r}): its classes are the texts "
+                  "as written, not the numbers pandas reads", markup=False)
     if len(frame) < 10:
         raise OnegraphError(f"{data} has {len(frame)} rows with a target value; at least 10 are needed")
     task = auto.check_task(y, task)

@@ -42,7 +42,7 @@ from onegraph.frame.transformers import (
     StandardScaler,
 )
 
-__all__ = ["CLASSIFIERS", "REGRESSORS", "MODEL_NAMES", "Plan", "infer_task", "known_target", "check_task", "prepare",
+__all__ = ["CLASSIFIERS", "REGRESSORS", "MODEL_NAMES", "Plan", "infer_task", "known_target", "zero_padded", "check_task", "prepare",
            "DATE_SHARE", "DATE_FORMATS", "NUMBER_SHARE", "formatted_numbers", "stray_text", "plan", "make_model"]
 
 CLASSIFIERS = {
@@ -93,15 +93,32 @@ def infer_task(target: pd.Series) -> str:
                           hint="choose a numeric or categorical target")
 
 
-def known_target(frame: pd.DataFrame, target: str) -> tuple[pd.DataFrame, pd.Series]:
+def zero_padded(values: pd.Series) -> str | None:
+    """For text values that are all digits, one of them with a zero before another digit (``007``, ``02134``:
+    codes, which pandas' ``read_csv`` reads as the numbers 7, 2134): the first such value; else None."""
+    texts = values.dropna().astype(str)
+    if len(texts) == 0 or not texts.str.fullmatch(r"[0-9]+").all():
+        return None
+    padded = texts[texts.str.match(r"0[0-9]")]
+    return None if len(padded) == 0 else str(padded.iloc[0])
+
+
+def known_target(frame: pd.DataFrame, target: str, written: pd.Series | None = None
+                 ) -> tuple[pd.DataFrame, pd.Series]:
     """The rows of ``frame`` with a ``target`` value, without that column, and the target as the model learns
-    it: the dtype its values would have had without the blank cells. A CSV's ``True``/``False`` column with
+    it: the dtype its values would have had without the blank cells, or, given ``written`` (the column's
+    cells as the file writes them, same rows) holding codes with leading zeros (:func:`zero_padded`), those
+    texts (classes ``001``, ``002`` rather than 1, 2). A CSV's ``True``/``False`` column with
     blanks reads as object (Python bools and NaN; scikit-learn: "Unknown label type"), and its ``0``/``1``
     column as float64 (a regression where the same data from Parquet, ``Int64``, is a classification): the
     values left are bools, or integers, and become ``bool`` / ``int64``. A nullable target (Parquet's ``Int64``,
     ``boolean``) becomes its numpy dtype (scikit-learn's classes would be float64 labels)."""
     kept = frame[frame[target].notna()]
     y = kept.pop(target)
+    if written is not None and pd.api.types.is_numeric_dtype(y.dtype) and not pd.api.types.is_bool_dtype(y.dtype):
+        as_written = written.loc[y.index]
+        if zero_padded(as_written) is not None:
+            return kept, as_written.astype(str).rename(target)
     numpy_dtype = getattr(y.dtype, "numpy_dtype", None)
     if numpy_dtype is not None and numpy_dtype.kind in "biuf":
         y = y.astype(numpy_dtype)
