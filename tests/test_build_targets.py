@@ -112,6 +112,12 @@ def test_class_codes_written_with_leading_zeros_keep_them(cli, penguins, tmp_pat
     assert cli("build", str(parquet), "--target", "species", "-o", str(tmp_path / "p.onnx")).returncode == 0
     np.testing.assert_array_equal(onegraph.score(tmp_path / "p.onnx", codes.drop(columns="species"))["label"],
                                   scored["label"])
+    # signed codes: -01, 01 and +01 are three classes (pandas reads -1, 1, 1: two)
+    signed = codes.assign(species=codes["species"].map({"001": "-01", "002": "01", "003": "+01"}))
+    signed.to_csv(data, index=False)
+    assert cli("build", str(data), "--target", "species", "-o", str(tmp_path / "s.onnx")).returncode == 0
+    labels = onegraph.score(tmp_path / "s.onnx", signed.drop(columns="species"))["label"]
+    assert set(labels) == {"-01", "01", "+01"}
     # plain integers stay integers (no zero before another digit)
     plain = codes.assign(species=codes["species"].astype(int))
     plain.to_csv(data, index=False)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 
 import numpy as np
 import pandas as pd
@@ -217,9 +218,13 @@ def test_hypothesis_iso_text_parses_as_pandas(values):
     try:
         out = _scores_equal_transform(parts, model, frame)
     except ColumnTypeError as refused:
-        # the input contract refuses a feed whose every date is written another way (read as missing, each one)
+        # the input contract refuses a feed with more than 5% of its values written another way, one of them a
+        # date (each would be read as missing): pandas' own ISO parser reads the value named as NaT
         assert "is a date, but the model reads this column's dates as ISO 8601" in str(refused)
-        assert raw.isna().all()
+        row = int(re.search(r"at row (\d+) is a date", str(refused))[1])
+        assert pd.isna(raw[row])
+        present = frame["t"].notna()
+        assert raw[present].isna().sum() > 0.05 * present.sum()
         return
     # what the graph reads equals pandas' own ISO parser wherever the documented grammar holds
     inside = out["t_year"].notna()
@@ -233,7 +238,8 @@ def test_hypothesis_iso_text_parses_as_pandas(values):
                                  "%m/%d/%Y %I:%M:%S %p", "%m/%d/%Y %I:%M%p", "%Y-%m-%d %H:%M:%S UTC"])
 def test_strftime_formats_parse_as_pandas(fmt):
     rng = np.random.default_rng(3)
-    stamps = pd.to_datetime(rng.integers(pd.Timestamp("1950-01-01").value, pd.Timestamp("2060-01-01").value, 200))
+    # 600 dates in the format: the 23 odd values stay within the 5% a feed may write otherwise (refused beyond)
+    stamps = pd.to_datetime(rng.integers(pd.Timestamp("1950-01-01").value, pd.Timestamp("2060-01-01").value, 600))
     text = [t.strftime(fmt.replace("%z", "+0100")) for t in stamps]
     odd = ["31/02/2023", "1/6/2023", "2023613", "6/13/2023 4:53", "13.06.70 04:53:60.5", "2023-06-13 00:00:00Z",
            "2023-6-1", " 2023-06-13", "x", "", None,
@@ -246,7 +252,7 @@ def test_strftime_formats_parse_as_pandas(fmt):
     model = graph_matches_transform(parts, frame)
     reference_agrees(model, frame)
     # the dates strftime wrote read as pandas' own parser reads them, field by field
-    got = onegraph.score(model, frame).iloc[:200]
+    got = onegraph.score(model, frame).iloc[:600]
     raw = pd.to_datetime(pd.Series(text), format=fmt, utc=True)
     for field in ("year", "month", "day", "hour", "minute", "second"):
         np.testing.assert_array_equal(got[f"t_{field}"].to_numpy(), getattr(raw.dt, field).to_numpy(), field)

@@ -85,10 +85,27 @@ def test_a_word_in_the_date_column_is_still_a_missing_date(us_model, weather):
     # the word is passed over: the date after it names the feed's format
     with pytest.raises(ColumnTypeError, match="value '03.01.2012' at row 1 is a date"):
         session.run([record, rows.iloc[3].to_dict() | {"date": "03.01.2012"}])
-    # a batch whose dates are in the format reads an odd one as missing, as pandas' errors="coerce" did at build
+    # a batch whose dates are in the format but for a few (build's tolerance: 5%) reads an odd one as missing,
+    # as pandas' errors="coerce" did at build
+    batch = pd.read_csv(data).head(100)
+    odd, blank = batch.copy(), batch.copy()
+    odd.loc[2, "date"], blank.loc[2, "date"] = "2012-01-03", None
+    np.testing.assert_array_equal(session.run(odd)["probabilities"], session.run(blank)["probabilities"])
+    # beyond it the feed is refused: 2 of 5 (the helper's case: 200 ISO rows after 100 in the format)
     odd = rows.copy()
-    odd.loc[2, "date"] = "2012-01-03"
-    np.testing.assert_array_equal(session.run(odd)["probabilities"], want["probabilities"])
+    odd.loc[[2, 4], "date"] = ["2012-01-03", "2012-01-05"]
+    with pytest.raises(ColumnTypeError, match=r"value '2012-01-03' at row 2 is a date, but the model reads this "
+                                              r"column's dates as '%m/%d/%Y': 2 of its 5 values are not in that format"):
+        session.run(odd)
+    later = batch.copy()
+    later.loc[50:, "date"] = pd.to_datetime(later.loc[50:, "date"], format="%m/%d/%Y").dt.strftime("%Y-%m-%d")
+    with pytest.raises(ColumnTypeError, match=r"at row 50 is a date.*50 of its 100 values"):
+        session.run(later)
+    # the same through Arrow's matcher for a long feed (65 rows and more), and a date with spaces around it
+    long = pd.concat([batch] * 3, ignore_index=True)
+    long.loc[long.index % 10 == 0, "date"] = " " + long["date"]
+    with pytest.raises(ColumnTypeError, match=r"value ' 01/01/2012' at row 0 is a date.*30 of its 300 values"):
+        session.run(long)
 
 
 def test_an_unreadable_stored_format_is_a_metadata_error():

@@ -17,7 +17,13 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ISO8601", "ISO_PATTERN", "NAME_FIELDS", "DateFormat", "date_format", "stored_format"]
+__all__ = ["DATE_SHARE", "ISO8601", "ISO_PATTERN", "NAME_FIELDS", "OTHER_DATES_SHARE", "looks_like_date", "DateFormat", "date_format", "stored_format"]
+
+#: share of the present values of a text column that must be dates in one format for build to read it as dates
+DATE_SHARE = 0.95
+#: the share of a feed's present values that may be written otherwise and read as missing dates, as build read
+#: them (pandas' ``to_datetime(errors="coerce")``); beyond it, a date written another way is refused
+OTHER_DATES_SHARE = 1 - DATE_SHARE
 
 #: how an input schema writes ISO 8601 as a column's date format (``pandas.to_datetime(format="ISO8601")``)
 ISO8601 = "ISO8601"
@@ -188,3 +194,32 @@ def _check_fields(fmt: str, steps: list[tuple[str, Any]]) -> None:
 def stored_format(fmt: DateFormat) -> str:
     """How the input schema writes ``fmt``: its ``strftime`` format, or :data:`ISO8601`."""
     return ISO8601 if fmt.format is None else fmt.format
+
+
+#: a calendar date as people write it: year first (2012-01-31), day and month first (31.01.12, 1/31/2012), one
+#: separator twice, or with an English month name (31-Jan-2012, 31 January 2012, Jan 31, 2012); maybe a time
+#: of day (24-hour, or 12-hour with AM/PM) and a zone after
+_YEAR_FIRST = r"(?P<y>\d{4})(?P<s>[-/.])(?P<m>\d{1,2})(?P=s)(?P<d>\d{1,2})"
+_YEAR_LAST = r"(?P<a>\d{1,2})(?P<t>[-/.])(?P<b>\d{1,2})(?P=t)(?:\d{4}|\d{2})"
+_MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
+          r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?")
+_NAMED = rf"(?i:\d{{1,2}}[- ]{_MONTH}[- ](?:\d{{4}}|\d{{2}})|{_MONTH} \d{{1,2}},? \d{{4}})"
+_DATE_LIKE = re.compile(rf"(?:{_YEAR_FIRST}|{_YEAR_LAST}|{_NAMED})"
+                        r"(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?(?: ?[AaPp][Mm])?"
+                        r"(?: ?(?:Z|UTC|GMT|[+-]\d{2}(?::?\d{2})?))?)?")
+
+
+def looks_like_date(text: str) -> bool:
+    """Whether ``text`` is a calendar date in one of the shapes people write (year first, day and month first
+    with one separator twice, English month names; maybe a time and a zone) whose month and day exist (1-12 and
+    1-31, either order when the year is last; a month name is one). Not a parser: it tells a date written in
+    some format from a word or a number."""
+    found = _DATE_LIKE.fullmatch(text)
+    if found is None:
+        return False
+    if found["y"] is not None:
+        return 1 <= int(found["m"]) <= 12 and 1 <= int(found["d"]) <= 31
+    if found["a"] is None:
+        return True
+    a, b = int(found["a"]), int(found["b"])
+    return (1 <= a <= 12 and 1 <= b <= 31) or (1 <= b <= 12 and 1 <= a <= 31)

@@ -20,7 +20,12 @@ from onegraph.contract.columns import (
     ColumnSpec,
     is_string_dtype,
 )
-from onegraph.contract.dates import date_format
+from onegraph.contract.dates import (
+    ISO8601,
+    OTHER_DATES_SHARE,
+    date_format,
+    looks_like_date,
+)
 from onegraph.contract.rows import small_texts
 from onegraph.errors import ColumnTypeError
 
@@ -40,7 +45,8 @@ def to_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
         column, a fraction or ±inf in an integer column, an integer outside (-2**63, 2**63) (``-2**63`` is the
         missing integer), a number beyond float32's range for a ``float`` input, a missing value in a ``bool``
         column, a non-text value in a string column, an unparseable date, text dates all written in a format other
-        than the one the column's dates are parsed in (``spec.date_format``: the graph would read each as missing).
+        than the one the column's dates are parsed in beyond build's tolerance (``spec.date_format``,
+        :func:`refuse_other_dates`: the graph would read each as missing).
     """
     feed = _feed(spec, values)
     if spec.date_format is not None:
@@ -79,50 +85,43 @@ def _feed(spec: ColumnSpec, values: Any) -> np.ndarray:
 
 
 def refuse_other_dates(spec: ColumnSpec, texts: np.ndarray) -> None:
-    """ColumnTypeError when no text of ``texts`` (a string feed) is in the format of ``spec.date_format`` and
-    one is a date in another (``2012-01-31``, ``31.01.2012``, ``1/31/12``, maybe with a time): a client writing
-    its dates another way, which the graph would read as missing dates, every one. A feed with some dates in
-    the format reads its odd values as missing, as pandas' ``to_datetime(errors="coerce")`` did when the model
-    was built; text that is no date (a word such as ``unknown``, ``2012-13-45``) is a missing date too."""
-    present = texts != MISSING_STRING
-    fmt = date_format(spec.date_format)
-    # stops at the first date in the format, usually row 0: the whole feed is read only when it is refused
-    if not present.any() or any(fmt.regex.fullmatch(t) for t in texts[present]):
+    """ColumnTypeError when more of ``texts`` (a string feed) than build's tolerance (:data:`OTHER_DATES_SHARE`
+    of its present values, at least one) are not in the format of ``spec.date_format`` and one of them is a date
+    written another way (``2012-01-31``, ``31.01.2012``, ``31-Jan-2012``, `` 1/31/12``, maybe with a time,
+    :func:`~onegraph.contract.dates.looks_like_date`): a client writing its dates another way, which the graph
+    would read as missing dates. Within the tolerance, odd values are missing dates, as pandas'
+    ``to_datetime(errors="coerce")`` read them when the column was taken for dates at build; text that is no
+    date (a word such as ``unknown``, ``2012-13-45``) is a missing date too."""
+    rows = np.flatnonzero(texts != MISSING_STRING)
+    if not rows.size:
         return
-    for row in np.flatnonzero(present):
-        if _is_date(texts[row]):
+    fmt = date_format(spec.date_format)
+    values = texts[rows]
+    allowed = int(rows.size * OTHER_DATES_SHARE)
+    if rows.size <= _FEW_TEXTS:  # single rows: one regex match each
+        odd = np.flatnonzero([fmt.regex.fullmatch(v) is None for v in values])
+    else:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        found = pc.match_substring_regex(pa.array(values, pa.string()), pattern=f"^(?:{fmt.pattern})$")
+        odd = np.flatnonzero(~np.asarray(found, dtype=bool))
+    if odd.size <= allowed:
+        return
+    for i in odd[:_LOOKED_AT]:
+        if looks_like_date(values[i].strip()):
             written = "ISO 8601 (2024-03-31)" if fmt.format is None else repr(fmt.format)
-            raise ColumnTypeError(spec.name, f"value {_short(texts[row])} at row {row} is a date, but the model "
-                                  f"reads this column's dates as {written}: it would be read as a missing date",
+            raise ColumnTypeError(spec.name, f"value {_short(values[i])} at row {rows[i]} is a date, but the model "
+                                  f"reads this column's dates as {written}: {odd.size} of its {rows.size} values "
+                                  "are not in that format and would be read as missing dates",
                                   hint="write the dates in that format, the one of the data the model was built "
                                        "from (pandas: .dt.strftime)")
 
 
-#: a calendar date as people write it: year first (2012-01-31), day and month first (31.01.12, 1/31/2012), one
-#: separator twice, or with an English month name (31-Jan-2012, 31 January 2012, Jan 31, 2012); maybe a time
-#: of day (24-hour, or 12-hour with AM/PM) and a zone after
-_YEAR_FIRST = r"(?P<y>\d{4})(?P<s>[-/.])(?P<m>\d{1,2})(?P=s)(?P<d>\d{1,2})"
-_YEAR_LAST = r"(?P<a>\d{1,2})(?P<t>[-/.])(?P<b>\d{1,2})(?P=t)(?:\d{4}|\d{2})"
-_MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t(?:ember)?)?"
-          r"|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?")
-_NAMED = rf"(?i:\d{{1,2}}[- ]{_MONTH}[- ](?:\d{{4}}|\d{{2}})|{_MONTH} \d{{1,2}},? \d{{4}})"
-_DATE_LIKE = re.compile(rf"(?:{_YEAR_FIRST}|{_YEAR_LAST}|{_NAMED})"
-                        r"(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?(?: ?[AaPp][Mm])?"
-                        r"(?: ?(?:Z|UTC|GMT|[+-]\d{2}(?::?\d{2})?))?)?")
-
-
-def _is_date(text: str) -> bool:
-    """Whether ``text`` is a calendar date in one of the shapes of ``_DATE_LIKE`` whose month and day exist
-    (1-12 and 1-31, either order when the year is last; a month name is one)."""
-    found = _DATE_LIKE.fullmatch(text)
-    if found is None:
-        return False
-    if found["y"] is not None:
-        return 1 <= int(found["m"]) <= 12 and 1 <= int(found["d"]) <= 31
-    if found["a"] is None:
-        return True
-    a, b = int(found["a"]), int(found["b"])
-    return (1 <= a <= 12 and 1 <= b <= 31) or (1 <= b <= 12 and 1 <= a <= 31)
+#: feeds of at most this many texts are matched in Python (one call each), longer ones with Arrow's RE2
+_FEW_TEXTS = 64
+#: odd values a refusal looks at for a date written another way (words only beyond: a missing-date marker)
+_LOOKED_AT = 10_000
 
 
 _EXACT = {"double": np.dtype(np.float64), "float": np.dtype(np.float32), "int64": np.dtype(np.int64),
@@ -707,9 +706,9 @@ def _text_hint(spec: ColumnSpec, dtype: Any) -> str:
 
     arrow = dtype.pyarrow_dtype if isinstance(dtype, pd.ArrowDtype) else None
     if pd.api.types.is_datetime64_any_dtype(dtype) or (arrow is not None and pa.types.is_timestamp(arrow)):
+        written = spec.date_format if spec.date_format not in (None, ISO8601) else "%Y-%m-%d"
         return ("the model takes this column as text (it was built from text, e.g. a CSV's): give the values as "
-                "that text (dates: pandas .dt.strftime('%Y-%m-%d') for ISO dates, or the format of the data it was "
-                "built from)")
+                f"that text (pandas: .dt.strftime({written!r}), the format of the data it was built from)")
     return _hint(spec)
 
 

@@ -32,6 +32,7 @@ from sklearn.compose import ColumnTransformer
 from sklearn.pipeline import Pipeline
 
 from onegraph.contract.columns import NA_INT64, spec_for
+from onegraph.contract.dates import DATE_SHARE, looks_like_date
 from onegraph.contract.feeds import to_feed
 from onegraph.errors import ColumnTypeError, DataError, ExportError
 from onegraph.frame.dateparse import date_format, parse_pandas
@@ -94,12 +95,13 @@ def infer_task(target: pd.Series) -> str:
 
 
 def zero_padded(values: pd.Series) -> str | None:
-    """For text values that are all digits, one of them with a zero before another digit (``007``, ``02134``:
-    codes, which pandas' ``read_csv`` reads as the numbers 7, 2134): the first such value; else None."""
+    """For text values that are all digits (maybe signed), one of them with a zero before another digit
+    (``007``, ``02134``, ``-01``: codes, which pandas' ``read_csv`` reads as the numbers 7, 2134, -1, merging
+    ``01`` and ``+01``): the first such value; else None."""
     texts = values.dropna().astype(str)
-    if len(texts) == 0 or not texts.str.fullmatch(r"[0-9]+").all():
+    if len(texts) == 0 or not texts.str.fullmatch(r"[+-]?[0-9]+").all():
         return None
-    padded = texts[texts.str.match(r"0[0-9]")]
+    padded = texts[texts.str.match(r"[+-]?0[0-9]")]
     return None if len(padded) == 0 else str(padded.iloc[0])
 
 
@@ -223,14 +225,12 @@ def _leave_out(name: str, values: pd.Series, kind: str) -> str | None:
     return None
 
 
-#: share of the present values of a text column that must be dates (ISO 8601, or one of :data:`DATE_FORMATS`)
-#: for it to be read as dates
-DATE_SHARE = 0.95
 
 _DAY_MONTH = ("%m/%d/%Y", "%d/%m/%Y", "%m-%d-%Y", "%d-%m-%Y", "%d.%m.%Y")
 _TIMES = ("", " %H:%M", " %H:%M:%S")
 #: English month names (01-Jan-2012, Oracle's 01-JAN-12, Jan 5, 2012, 5 January 2012)
-_NAMED = ("%d-%b-%Y", "%d-%b-%y", "%d %b %Y", "%d %B %Y", "%b %d, %Y", "%B %d, %Y", "%b %d %Y")
+_NAMED = ("%d-%b-%Y", "%d-%b-%y", "%d-%B-%Y", "%d %b %Y", "%d %B %Y", "%b %d, %Y", "%B %d, %Y", "%b. %d, %Y",
+          "%b %d %Y", "%B %d %Y")
 #: the non-ISO formats a text column is tried against when it holds no ISO 8601 dates, in groups, each with
 #: what every value of its formats starts with (most text columns fail every group at once): month or day
 #: first with a four-digit year, alone or with a 24- or 12-hour time (when a column's values fit both orders,
@@ -239,7 +239,7 @@ _NAMED = ("%d-%b-%Y", "%d-%b-%y", "%d %b %Y", "%d %B %Y", "%b %d, %Y", "%B %d, %
 _FORMAT_GROUPS = (
     (re.compile(r"[0-9]{1,2}[-/.][0-9]{1,2}[-/.][0-9]{4}"),
      tuple(f + t for f in _DAY_MONTH for t in (*_TIMES, " %I:%M %p", " %I:%M:%S %p"))),
-    (re.compile(r"(?i:[0-9]{1,2}[- ][a-z]{3}|[a-z]{3,9} [0-9]{1,2})"),
+    (re.compile(r"(?i:[0-9]{1,2}[- ][a-z]{3}|[a-z]{3,9}\.? [0-9]{1,2})"),
      tuple(f + t for f in _NAMED for t in _TIMES)),
     (re.compile(r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}[ T].* UTC"),
      ("%Y-%m-%d %H:%M:%S UTC", "%Y-%m-%d %H:%M:%S.%f UTC", "%Y-%m-%d %H:%M UTC", "%Y-%m-%dT%H:%M:%S UTC")),
@@ -291,8 +291,14 @@ def _date_values(frame: pd.DataFrame, column: str) -> _Dates | None:
         note = (f"read as dates in the format {fmt!r}" + (
             f" (its values fit {others[0]!r} too: month first, as pandas reads them; give a column with a day "
             "above 12, or ISO dates, to decide)" if others else f" ({order} first: the one order its values fit)"))
-    return _Dates(parse_pandas(np.asarray(frame[column].astype(object).where(frame[column].notna(), None)),
-                               date_format(fmt)), fmt, note)
+    present = frame[column].notna().to_numpy()
+    ns = parse_pandas(np.asarray(frame[column].astype(object).where(present, None)), date_format(fmt))
+    unread = np.flatnonzero(present & (ns == NA_INT64))
+    if unread.size:  # the few values build tolerates (DATE_SHARE): say which, as a data error would be
+        odd = (f"{unread.size} value(s) not read as dates (e.g. {frame[column].iloc[unread[0]]!r} at row "
+               f"{frame.index[unread[0]]}) are missing dates (imputed)")
+        note = odd if note is None else f"{note}; {odd}"
+    return _Dates(ns, fmt, note)
 
 
 def _parsed_share(texts: np.ndarray, fmt: str | None) -> float:
@@ -310,16 +316,40 @@ NUMBER_SHARE = 0.95
 
 def _mixed_dates(present: pd.Series) -> str | None:
     """For text values of which half or more are dates but no single format reads :data:`DATE_SHARE` of them:
-    what each format reads (from the first 1,000), else None."""
+    what each format reads (from the first 1,000) and a value none reads; for values half or more of which look
+    like dates (:func:`~onegraph.contract.dates.looks_like_date`) in no format: a few of them; else None."""
     sample = np.asarray(present.iloc[:1000].astype(str), dtype=object)
     matched = {f: date_format(f).matches(sample) for f in (None, *_candidate_formats(sample, 1e-9))}
     shares = {f: float(m.mean()) for f, m in matched.items()}
     any_date = np.logical_or.reduce(list(matched.values()))
     if any_date.mean() < 0.5:
-        return None
-    best = sorted(((v, f) for f, v in shares.items() if v), key=lambda t: -t[0])[:2]
+        looks = np.fromiter((looks_like_date(v.strip()) for v in sample), bool, len(sample))
+        if looks.mean() < 0.5:
+            return None
+        return (f"{looks.mean():.0%} of them look like dates, but in no format onegraph reads (e.g. "
+                f"{sample[np.flatnonzero(looks & ~any_date)[0]]!r})")
+    first = max(shares, key=lambda f: shares[f])
+    best = [(shares[first], first)]
+    rest = {f: float((m & ~matched[first]).mean()) for f, m in matched.items()}  # what another adds to it
+    second = max(rest, key=lambda f: rest[f])
+    if rest[second] > 0:
+        best.append((rest[second], second))
     listed = ", ".join(f"{v:.0%} {'ISO 8601' if f is None else repr(f)}" for v, f in best)
-    return f"{any_date.mean():.0%} of them are dates, but in several formats ({listed})"
+    unread = np.flatnonzero(~any_date)
+    none = f"; none reads {sample[unread[0]]!r}" if unread.size else ""
+    if len(best) == 1:
+        return f"{any_date.mean():.0%} of them are dates ({listed}), fewer than the {DATE_SHARE:.0%} a date column needs{none}"
+    return f"{any_date.mean():.0%} of them are dates, but in several formats ({listed}){none}"
+
+
+def _dates_as_text(values: pd.Series) -> str | None:
+    """For a text column taken as categories whose values look like dates (half or more of the first 1,000)
+    in no format onegraph reads: a note saying so; else None."""
+    described = _mixed_dates(values.dropna())
+    if described is None:
+        return None
+    return (f"{described}: one-hot encoded as categories; write them in one format (ISO 8601: 2020-01-31) to "
+            "use them as dates")
 
 
 def _stray_numbers(values: pd.Series) -> str | None:
@@ -433,7 +463,7 @@ def plan(frame: pd.DataFrame) -> Plan:
                 notes[str(c)] = found.note
         elif spec.kind == "string":
             text.append(str(c))
-            note = stray_text(frame[c])
+            note = stray_text(frame[c]) or _dates_as_text(frame[c])
             if note is not None:
                 notes[str(c)] = note
         else:
