@@ -69,11 +69,42 @@ def test_values_of_a_date_column_that_are_no_dates_are_named(weather):
     assert f"{unread} value(s) not read as dates (e.g. 'TBD' at row 3) are missing dates (imputed)" in plan.notes["date"]
 
 
-def test_a_datetime_feed_for_a_text_date_model_names_its_format(weather, cli, tmp_path):
+def test_dates_for_a_text_date_model_are_written_in_its_format(weather, cli, tmp_path):
+    """Dates (datetime64, tz-aware, ``date`` objects, Arrow ``date32``, polars, records) for a model built from
+    ``01-Jan-2012`` text are written in that format and score as the text does."""
+    import polars as pl
+    import pyarrow as pa
+
     stamps = _dates(weather)
     frame = weather.assign(date=stamps.dt.strftime("%d-%b-%Y"), warm=(weather["temp_max"] > 15).astype(int))
     frame.to_csv(tmp_path / "w.csv", index=False)
     built = cli("build", str(tmp_path / "w.csv"), "--target", "warm", "-o", str(tmp_path / "w.onnx"))
     assert built.returncode == 0, built.stderr
-    with pytest.raises(ColumnTypeError, match=r"\.dt\.strftime\('%d-%b-%Y'\), the format of the data"):
-        onegraph.score(tmp_path / "w.onnx", weather.assign(date=stamps))
+    want = onegraph.score(tmp_path / "w.onnx", frame.drop(columns="warm")).drop(columns="label").to_numpy()
+    assert np.ptp(want) > 0
+    for feed in (weather.assign(date=stamps), weather.assign(date=stamps.dt.tz_localize("UTC")),
+                 weather.assign(date=stamps.dt.date),
+                 weather.assign(date=pd.Series(pa.array(stamps.dt.date), dtype=pd.ArrowDtype(pa.date32()))),
+                 pl.from_pandas(weather.assign(date=stamps)), weather.assign(date=stamps).to_dict("records")):
+        got = onegraph.score(tmp_path / "w.onnx", feed).drop(columns="label").to_numpy()
+        np.testing.assert_array_equal(got, want)
+    # a missing date stays missing
+    gap = weather.assign(date=stamps.where(weather.index != 4))
+    got = onegraph.score(tmp_path / "w.onnx", gap)
+    blank = onegraph.score(tmp_path / "w.onnx", frame.drop(columns="warm").assign(
+        date=frame["date"].where(weather.index != 4)))
+    pd.testing.assert_frame_equal(got, blank)
+
+
+def test_a_file_name_for_score_says_to_read_it(weather, cli, tmp_path):
+    """``onegraph.score(model, "rows.csv")`` said "cannot read a table from str"; the CLI takes files, the API
+    takes rows: the error says so and how to read the file."""
+    from onegraph.errors import DataError
+
+    frame = weather.assign(warm=(weather["temp_max"] > 15).astype(int))
+    frame.to_csv(tmp_path / "w.csv", index=False)
+    assert cli("build", str(tmp_path / "w.csv"), "--target", "warm", "-o", str(tmp_path / "w.onnx")).returncode == 0
+    for name in (str(tmp_path / "w.csv"), tmp_path / "w.csv"):
+        with pytest.raises(DataError, match="scoring takes the rows, not a file name") as error:
+            onegraph.score(tmp_path / "w.onnx", name)
+        assert "onegraph.io.read_table(path)" in error.value.hint

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DATE_SHARE", "ISO8601", "ISO_PATTERN", "NAME_FIELDS", "OTHER_DATES_SHARE", "looks_like_date", "DateFormat", "date_format", "stored_format"]
+__all__ = ["DATE_SHARE", "ISO8601", "ISO_PATTERN", "NAME_FIELDS", "OTHER_DATES_SHARE", "format_dates", "looks_like_date", "DateFormat", "date_format", "stored_format"]
 
 #: share of the present values of a text column that must be dates in one format for build to read it as dates
 DATE_SHARE = 0.95
@@ -223,3 +223,52 @@ def looks_like_date(text: str) -> bool:
         return True
     a, b = int(found["a"]), int(found["b"])
     return (1 <= a <= 12 and 1 <= b <= 31) or (1 <= b <= 12 and 1 <= a <= 31)
+
+
+def format_dates(instants: Any, fmt: DateFormat) -> np.ndarray:
+    """Dates written as text the graph reads in ``fmt``: the inverse of its grammar, for a text-date model fed
+    dates (a Parquet ``date32`` column, ``read_csv(engine="pyarrow")``'s parsed dates, polars' ``try_parse_dates``).
+
+    ``instants``: a pandas Series of ``datetime64`` (naive: as written; tz-aware: converted to UTC, as the graph
+    reads text with an offset). Returns an object array of ``str``, None where NaT. Fields are zero-padded,
+    fractions written to the nanosecond (nine digits), month names and AM/PM in English (locale-free, not
+    ``strftime``), ``%z`` as ``+0000``. Fields the format does not hold are dropped (a time for ``%d-%b-%Y``).
+    """
+    import pandas as pd
+
+    stamps = pd.Series(instants)
+    if getattr(stamps.dt, "tz", None) is not None:
+        stamps = stamps.dt.tz_convert("UTC").dt.tz_localize(None)
+    stamps = stamps.astype("datetime64[ns]")
+    missing = stamps.isna().to_numpy()
+    if fmt.format is None:
+        text = np.datetime_as_string(stamps.to_numpy(), unit="ns").astype(object)
+    else:
+        dt = stamps.dt
+        field = {"Y": dt.year, "m": dt.month, "d": dt.day, "H": dt.hour, "M": dt.minute, "S": dt.second}
+        field = {k: v.fillna(0).astype(np.int64).to_numpy() for k, v in field.items()}
+        field["y"] = field["Y"] % 100
+        field["I"] = (field["H"] + 11) % 12 + 1
+        fraction = (dt.microsecond.fillna(0).astype(np.int64) * 1000 + dt.nanosecond.fillna(0).astype(np.int64))
+        widths = {"Y": 4, "y": 2, "m": 2, "d": 2, "H": 2, "I": 2, "M": 2, "S": 2}
+        words = {"b": np.array([m[:3] for m in MONTH_NAMES], dtype=object),
+                 "B": np.array(MONTH_NAMES, dtype=object), "p": np.array(["AM", "PM"], dtype=object)}
+        index = {"b": field["m"] - 1, "B": field["m"] - 1, "p": (field["H"] >= 12).astype(np.int64)}
+        pieces: list[np.ndarray] = []
+        for kind, value in fmt.steps:
+            if kind == "skip":
+                pieces.append(np.full(len(stamps), value, dtype=object))
+            elif kind == "name":
+                pieces.append(words[value][index[value]])
+            else:
+                for d in value:
+                    if d == "f":
+                        pieces.append(np.char.zfill(fraction.to_numpy().astype(str), 9).astype(object))
+                    elif d == "z":
+                        pieces.append(np.full(len(stamps), "+0000", dtype=object))
+                    else:
+                        pieces.append(np.char.zfill(field[d].astype(str), widths[d]).astype(object))
+        text = functools.reduce(np.add, pieces) if pieces else np.full(len(stamps), "", dtype=object)
+    text = np.asarray(text, dtype=object)
+    text[missing] = None
+    return text

@@ -24,6 +24,7 @@ from onegraph.contract.dates import (
     ISO8601,
     OTHER_DATES_SHARE,
     date_format,
+    format_dates,
     looks_like_date,
 )
 from onegraph.contract.rows import small_texts
@@ -48,10 +49,43 @@ def to_feed(spec: ColumnSpec, values: Any) -> np.ndarray:
         than the one the column's dates are parsed in beyond build's tolerance (``spec.date_format``,
         :func:`refuse_other_dates`: the graph would read each as missing).
     """
+    if spec.date_format is not None:
+        instants = _instants(values)
+        if instants is not None:  # dates for a column the model parses from text: written in its format
+            values = format_dates(instants, date_format(spec.date_format))
     feed = _feed(spec, values)
     if spec.date_format is not None:
         refuse_other_dates(spec, feed)
     return feed
+
+
+def _instants(values: Any) -> pd.Series | None:
+    """``values`` as a datetime64 Series when they are dates or datetimes (numpy / pandas datetime64, Arrow
+    timestamps and dates, Python ``date`` / ``datetime`` objects with missing values), else None."""
+    import datetime as dt
+
+    dtype = getattr(values, "dtype", None)
+    if isinstance(dtype, pd.ArrowDtype):
+        import pyarrow as pa
+
+        t = dtype.pyarrow_dtype
+        if pa.types.is_timestamp(t) or pa.types.is_date(t):
+            series = pd.Series(values)
+            return series.astype(f"datetime64[ns, {t.tz}]" if getattr(t, "tz", None) else "datetime64[ns]")
+        return None
+    if dtype is not None and pd.api.types.is_datetime64_any_dtype(dtype):
+        return pd.Series(values)
+    if dtype is not None and dtype != object:
+        return None
+    items = values if dtype is not None else list(values)
+    present = [v for v in items[:64] if v is not None and v is not pd.NaT and not (isinstance(v, float) and v != v)]
+    if not present or not all(isinstance(v, dt.date) for v in present):
+        return None
+    try:
+        return pd.Series(pd.to_datetime(pd.Series(items, dtype=object), utc=any(
+            getattr(v, "tzinfo", None) is not None for v in present)))
+    except (TypeError, ValueError, OverflowError):
+        return None  # mixed values: the text path names the one that is not text
 
 
 def _feed(spec: ColumnSpec, values: Any) -> np.ndarray:

@@ -9,6 +9,7 @@ by one (:func:`column_reader`) without copying the whole table; fitting works on
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -299,5 +300,10 @@ def _not_a_table(data: Any) -> DataError:
                          "onegraph's graph inputs are named columns",
                          hint="wrap it, e.g. pd.DataFrame(X, columns=['a', 'b', ...]): the columns a pipeline was "
                               "fitted on, or any names for one fitted on an array (the graph's inputs take them)")
+    if isinstance(data, (str, bytes, os.PathLike)):
+        return DataError(f"cannot read a table from a {type(data).__name__} ({str(data)[:80]!r}): scoring takes "
+                         "the rows, not a file name",
+                         hint="read the file first (onegraph.io.read_table(path), pd.read_csv, pd.read_parquet), or "
+                              "score it with `onegraph score MODEL DATA -o OUT`")
     return DataError(f"cannot read a table from {type(data).__name__}",
                      hint="give a pandas or polars DataFrame, a pyarrow Table, a dict of columns or a list of records")
