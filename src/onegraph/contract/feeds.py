@@ -388,11 +388,12 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _first_bad(values: np.ndarray, ok) -> Any:
+def _first_bad(values: np.ndarray, ok) -> tuple[int, Any] | None:
+    """The row and value of the first present value ``ok`` refuses, or None."""
     missing = pd.isna(values)
-    for v, m in zip(values, missing):
+    for row, (v, m) in enumerate(zip(values, missing)):
         if not m and not ok(v):
-            return v
+            return row, v
     return None
 
 
@@ -707,9 +708,10 @@ def _texts(spec: ColumnSpec, values: Any) -> np.ndarray:
             if missing.any():
                 values = values.copy()
                 values[missing] = MISSING_STRING
-            bad = _first_bad(values, lambda v: isinstance(v, str))
-            if bad is not None:
-                raise ColumnTypeError(spec.name, f"value {bad!r} ({type(bad).__name__}) is not text",
+            found = _first_bad(values, lambda v: isinstance(v, str))
+            if found is not None:
+                row, bad = found
+                raise ColumnTypeError(spec.name, f"value {_short(bad)} ({type(bad).__name__}) at row {row} is not text",
                                       hint=_hint(spec))
             return values
         if dtype.kind in "US":
