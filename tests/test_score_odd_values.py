@@ -916,3 +916,18 @@ def test_nat_in_a_numeric_object_column_is_missing_and_a_complex_number_is_refus
     np.testing.assert_allclose(got, expected[:len(got)], rtol=1e-9)
     with pytest.raises(ColumnTypeError, match=r"column 'Horsepower': value \(130\+100j\) at row 0 is not a number"):
         onegraph.score(proto, holding(130 + 100j))
+
+
+@pytest.mark.parametrize("column", ["body_mass_g", "island"])
+def test_a_column_of_lists_is_refused_naming_it(penguins_onnx, penguins, column):
+    """A polars List column (or pandas' Arrow list) for a one-value input said numpy's "setting an array
+    element with a sequence.."; it names the column, the type and what to give."""
+    pl = pytest.importorskip("polars")
+    rows = pl.from_pandas(penguins.head(3))
+    listed = rows.with_columns(pl.Series(column, [[v] for v in rows[column].to_list()]))
+    with pytest.raises(ColumnTypeError, match=rf"column '{column}': holds large_list<item: .*>\[pyarrow\] values \(lists, "
+                                              r"structs or maps\); the model takes one (float|string) value per row"):
+        onegraph.score(penguins_onnx, listed)
+    # the advice works: the list's first element scores as the plain column
+    pd.testing.assert_frame_equal(onegraph.score(penguins_onnx, listed.with_columns(pl.col(column).list.first())),
+                                  onegraph.score(penguins_onnx, rows))

@@ -179,7 +179,8 @@ def _arrow_plain(spec: ColumnSpec, values: Any) -> Any:
     """An Arrow-backed column whose type numpy has no equivalent for, as the converters take it: ``null``
     (a column of nothing but missing values, polars' ``Null``) as missing; ``decimal`` as Python ``Decimal``
     objects, converted exactly (a fraction is refused by an integer input, as a float's); dates, times and
-    durations refused by a numeric input (their numbers depend on the storage unit), as numpy's are."""
+    durations refused by a numeric input (their numbers depend on the storage unit), as numpy's are; nested
+    values (lists, structs, maps) refused by every input."""
     import pyarrow as pa
 
     t = values.dtype.pyarrow_dtype
@@ -187,6 +188,10 @@ def _arrow_plain(spec: ColumnSpec, values: Any) -> Any:
         return np.full(len(values), None, dtype=object)
     if pa.types.is_decimal(t):
         return values.to_numpy(dtype=object, na_value=None)
+    if pa.types.is_nested(t):  # lists, structs, maps: numpy's "setting an array element with a sequence"
+        raise ColumnTypeError(spec.name, f"holds {values.dtype} values (lists, structs or maps); the model takes "
+                              f"one {spec.kind} value per row", hint="give one value per row (e.g. a list's first "
+                              "element: polars .list.first(), pandas .str[0]), or one column per element")
     if spec.kind in ("float", "int", "bool") and pa.types.is_temporal(t):  # dates, times, durations
         example = ", e.g. a duration in seconds as column.dt.total_seconds()" if pa.types.is_duration(t) else ""
         raise ColumnTypeError(spec.name, f"{values.dtype} values in a numeric column (their numbers depend on "
