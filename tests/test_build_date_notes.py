@@ -5,6 +5,7 @@ the dates "an identifier or free text"."""
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 import numpy as np
@@ -93,6 +94,11 @@ def test_dates_for_a_text_date_model_are_written_in_its_format(weather, cli, tmp
     got = onegraph.score(tmp_path / "w.onnx", gap)
     blank = onegraph.score(tmp_path / "w.onnx", frame.drop(columns="warm").assign(
         date=frame["date"].where(weather.index != 4)))
+    pd.testing.assert_frame_equal(got, blank)
+    # a date outside the nanosecond range (a Parquet date32 of 1500) scores as its text does: a missing date
+    old = [dt.date(1500, 1, 1) if i == 4 else d for i, d in enumerate(stamps.dt.date)]
+    got = onegraph.score(tmp_path / "w.onnx", weather.assign(date=pd.Series(pa.array(old, pa.date32()),
+                                                                             dtype=pd.ArrowDtype(pa.date32()))))
     pd.testing.assert_frame_equal(got, blank)
 
 

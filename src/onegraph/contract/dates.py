@@ -230,7 +230,8 @@ def format_dates(instants: Any, fmt: DateFormat) -> np.ndarray:
     dates (a Parquet ``date32`` column, ``read_csv(engine="pyarrow")``'s parsed dates, polars' ``try_parse_dates``).
 
     ``instants``: a pandas Series of ``datetime64`` (naive: as written; tz-aware: converted to UTC, as the graph
-    reads text with an offset). Returns an object array of ``str``, None where NaT. Fields are zero-padded,
+    reads text with an offset), in any unit (dates outside the nanosecond range are written too; the graph
+    reads them as missing, as their text). Returns an object array of ``str``, None where NaT. Fields are zero-padded,
     fractions written to the nanosecond (nine digits), month names and AM/PM in English (locale-free, not
     ``strftime``), ``%z`` as ``+0000``. Fields the format does not hold are dropped (a time for ``%d-%b-%Y``).
     """
@@ -239,7 +240,6 @@ def format_dates(instants: Any, fmt: DateFormat) -> np.ndarray:
     stamps = pd.Series(instants)
     if getattr(stamps.dt, "tz", None) is not None:
         stamps = stamps.dt.tz_convert("UTC").dt.tz_localize(None)
-    stamps = stamps.astype("datetime64[ns]")
     missing = stamps.isna().to_numpy()
     if fmt.format is None:
         text = np.datetime_as_string(stamps.to_numpy(), unit="ns").astype(object)

@@ -70,8 +70,9 @@ def _instants(values: Any) -> pd.Series | None:
 
         t = dtype.pyarrow_dtype
         if pa.types.is_timestamp(t) or pa.types.is_date(t):
-            series = pd.Series(values)
-            return series.astype(f"datetime64[ns, {t.tz}]" if getattr(t, "tz", None) else "datetime64[ns]")
+            unit = t.unit if pa.types.is_timestamp(t) else "s"  # any unit: no nanosecond-range overflow
+            tz = getattr(t, "tz", None)
+            return pd.Series(values).astype(f"datetime64[{unit}, {tz}]" if tz else f"datetime64[{unit}]")
         return None
     if dtype is not None and pd.api.types.is_datetime64_any_dtype(dtype):
         return pd.Series(values)
