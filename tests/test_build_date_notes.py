@@ -13,7 +13,6 @@ import pandas as pd
 import pytest
 
 import onegraph
-from onegraph.errors import ColumnTypeError
 from onegraph.export import auto
 
 DATA = Path(__file__).parent / "data"
