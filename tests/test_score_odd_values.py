@@ -931,3 +931,26 @@ def test_a_column_of_lists_is_refused_naming_it(penguins_onnx, penguins, column)
     # the advice works: the list's first element scores as the plain column
     pd.testing.assert_frame_equal(onegraph.score(penguins_onnx, listed.with_columns(pl.col(column).list.first())),
                                   onegraph.score(penguins_onnx, rows))
+
+
+def test_records_without_a_model_column_are_refused_naming_the_record(penguins_onnx, penguins):
+    """A list of records is one row per record: ``[{}]`` was scored as no rows (a client pairing answers with
+    its rows got fewer), and a record lacking a key the others have (a misspelt ``islnd``) was scored as a
+    missing value. Both are refused, naming the column and the record; None stays the missing value."""
+    frame = penguins.drop(columns="species").head(5)
+    rows = [{k: (None if pd.isna(v) else v) for k, v in r.items()} for r in frame.to_dict("records")]
+    expected = onegraph.score(penguins_onnx, frame)
+    pd.testing.assert_frame_equal(onegraph.score(penguins_onnx, rows), expected.reset_index(drop=True))
+    for empty in ([{}], [{}, {}]):
+        with pytest.raises(MissingColumnError, match="'island', 'bill_length_mm'.*the data has no columns"):
+            onegraph.score(penguins_onnx, empty)
+    misspelt = [dict(r) for r in rows]
+    misspelt[3]["islnd"] = misspelt[3].pop("island")
+    with pytest.raises(DataError, match=r"column 'island': record 3 has no value for it .*'islnd'.*None \(JSON null\)"):
+        onegraph.score(penguins_onnx, misspelt)
+    as_null = [dict(r) for r in rows]
+    as_null[3]["island"] = None  # the missing value, as a missing text in the DataFrame
+    with_missing = frame.copy()
+    with_missing.iloc[3, with_missing.columns.get_loc("island")] = None
+    pd.testing.assert_frame_equal(onegraph.score(penguins_onnx, as_null),
+                                  onegraph.score(penguins_onnx, with_missing).reset_index(drop=True))

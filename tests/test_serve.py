@@ -240,6 +240,11 @@ BAD = [  # (method, path, body, headers, status, words the one-line error holds)
     ("POST", PREDICT.format("penguins"), json.dumps({"instances": [{k: v for k, v in ROW.items() if k != "sex"}]}
                                                     ).encode(), {}, 400, ["'sex'", "missing"]),
     ("POST", PREDICT.format("nope"), json.dumps({"instances": [ROW]}).encode(), {}, 404, ["'nope'", "penguins"]),
+    # an instance of no keys was scored as no rows (200, no prediction); a key absent from one instance only (a
+    # misspelt 'islnd') as a missing value
+    ("POST", PREDICT.format("penguins"), b'{"instances": [{}]}', {}, 400, ["'island'", "missing", "no columns"]),
+    ("POST", PREDICT.format("penguins"), json.dumps({"instances": [ROW, {"islnd": "Dream", **{k: v for k, v in ROW.items()
+     if k != "island"}}]}).encode(), {}, 400, ["'island'", "record 1", "'islnd'", "null"]),
     ("POST", PREDICT.format("penguins"), b"a,b\n1,2\n", {"content-type": "text/csv"}, 400, ["'island'"]),
     ("POST", PREDICT.format("penguins"), b'island,"x\n1', {"content-type": "text/csv"}, 400,
      ["cannot read the CSV body: ", "EOF inside string", "valid CSV"]),  # was "cannot read data file the CSV body"

@@ -47,7 +47,9 @@ class MissingColumnError(DataError):
     def __init__(self, column: str | list[str], available: list[str] | None = None) -> None:
         columns = [column] if isinstance(column, str) else list(column)
         shown = ""
-        if available is not None:
+        if available is not None and not available:
+            shown = " (the data has no columns)"
+        elif available is not None:
             shown = f" (columns given: {', '.join(map(repr, available[:20]))}"
             shown += ", ...)" if len(available) > 20 else ")"
         if len(columns) == 1:

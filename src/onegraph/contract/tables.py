@@ -161,16 +161,41 @@ def _reader(data: Any) -> tuple[int, list[str], ColumnGetter]:
     if isinstance(data, Sequence) and not isinstance(data, (str, bytes)) and (
         len(data) == 0 or isinstance(data[0], Mapping)
     ):
-        names: dict[str, None] = {}
-        for rec in data:
-            if not isinstance(rec, Mapping):
-                raise DataError(f"record {rec!r} is not a dict", hint="give a list of dicts, one per row")
-            names.update(dict.fromkeys(rec))
-        return _mapping_reader({k: [rec.get(k) for rec in data] for k in names})
+        return _records_reader(data)
     table = _arrow_table(data)
     if table is not None:
         return _arrow_reader(table)
     raise _not_a_table(data)
+
+
+def _records_reader(data: Sequence[Mapping]) -> tuple[int, list[str], ColumnGetter]:
+    """A list of records: one row per record, even one holding no keys. A column the model takes that some
+    records lack and others have is refused naming the first record without it: a misspelt key (``islnd``)
+    would otherwise score as a missing value; a missing value is ``None`` (JSON ``null``), as TF Serving's
+    ``instances`` take named inputs."""
+    names: dict[str, None] = {}
+    for rec in data:
+        if not isinstance(rec, Mapping):
+            raise DataError(f"record {rec!r} is not a dict", hint="give a list of dicts, one per row")
+        names.update(dict.fromkeys(rec))
+    _, _, get_column = _mapping_reader({k: [rec.get(k, _ABSENT) for rec in data] for k in names})
+
+    def get(name: str) -> Any:
+        values = get_column(name)  # MissingColumnError when no record has the column
+        try:
+            row = values.index(_ABSENT)
+        except ValueError:
+            return values
+        keys = ", ".join(map(repr, list(data[row])[:8])) or "none"
+        raise DataError(f"column {name!r}: record {row} has no value for it where other records have one "
+                        f"(its keys: {keys})",
+                        hint="give every record the model's columns, with None (JSON null) for a missing value")
+
+    return len(data), list(names), get
+
+
+#: the value of a key a record lacks (never a value of a table)
+_ABSENT = object()
 
 
 def _refuse_multiindex(df: pd.DataFrame) -> None:

@@ -68,7 +68,8 @@ def read_rows(body: bytes, kind: str, specs: list) -> tuple[int | None, Any]:
         for i, rec in enumerate(instances):
             if not isinstance(rec, dict):
                 raise ProtocolError(f"instance {i} is not an object of column values", hint=_INSTANCES)
-        if len(instances) == 1 and all(type(v) in _SCALARS for v in instances[0].values()):
+        # one record as a dict (faster); not `{}`, which alone would be a table of no rows
+        if len(instances) == 1 and instances[0] and all(type(v) in _SCALARS for v in instances[0].values()):
             return 1, instances[0]
         return len(instances), instances
     if kind in (ARROW_STREAM, ARROW_FILE):
