@@ -384,3 +384,34 @@ def test_v2_dates_as_iso_text_or_int64_nanoseconds(tmp_path):
         r = client.post("/v2/models/dates/infer", json={"inputs": [{"name": "date", "shape": [3], "datatype": "FP64",
                                                                     "data": [1.0, 2.0, 3.0]}]})
         one_line_error(r, 400, "'date'", "datatype FP64")
+
+
+def test_a_body_shorter_than_its_length_times_out_and_a_client_gone_is_not_a_fault(models, caplog):
+    """A body shorter than its Content-Length (or a slow client) held the connection for ever: now 408 after the
+    per-request timeout. A client that closes the connection mid-body was counted as a 500 with a traceback in
+    the log: now 499, counted and not logged as a failure."""
+    import socket
+    import time
+    from urllib.parse import urlsplit
+
+    head = (f"POST {PREDICT.format('penguins')} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            "Content-Length: {}\r\n\r\n")
+    body = json.dumps({"instances": [ROW]}).encode()
+    with Server({"penguins": models["penguins"]}, ServeOptions(timeout_s=1.0), port=0) as running:
+        url = urlsplit(running.url)
+        with socket.create_connection((url.hostname, url.port), timeout=20) as s:
+            start = time.perf_counter()
+            s.sendall(head.format(len(body) + 100).encode() + body)
+            answer = s.recv(65536).decode()
+            assert time.perf_counter() - start < 15
+        assert answer.startswith("HTTP/1.1 408"), answer
+        assert "did not arrive within 1 s" in answer
+        with socket.create_connection((url.hostname, url.port), timeout=20) as s:
+            s.sendall(head.format(len(body) + 100).encode() + body[:10])
+            time.sleep(0.2)
+        time.sleep(0.5)
+        with httpx.Client(base_url=running.url, timeout=20) as c:
+            metrics = c.get("/metrics").text
+    assert 'code="408",endpoint="predict",model="penguins"} 1.0' in metrics
+    assert 'code="499",endpoint="predict",model="penguins"} 1.0' in metrics and 'code="500"' not in metrics
+    assert "Traceback" not in caplog.text and "ClientDisconnect" not in caplog.text

@@ -13,7 +13,8 @@ Routes
 ``GET  /metrics``                                                Prometheus metrics
 
 Every error is answered ``{"error": "<one line>"}`` with a 4xx status for what the client can change (400 bad
-input naming the column / row / tensor, 404 unknown model, 413 body over the limit, 415 media type) and a
+input naming the column / row / tensor, 404 unknown model, 408 a body not sent within the timeout, 413 body
+over the limit, 415 media type; 499, counted but not logged, a client gone before its body was read) and a
 5xx status for the server's state (503 queue full, 504 timeout; 500 for a fault, without its traceback,
 which goes to the server's log).
 """
@@ -32,7 +33,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
@@ -40,7 +41,9 @@ import onegraph
 from onegraph.errors import DataError, OnegraphError
 from onegraph.serve import protocol, records
 from onegraph.serve.errors import (
+    BodyTimeoutError,
     BodyTooLargeError,
+    ClientGoneError,
     ProtocolError,
     QueueFullError,
     RequestTimeoutError,
@@ -161,11 +164,17 @@ class _Handlers:
             if length > limit:
                 raise BodyTooLargeError(limit)
         chunks, size = [], 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > limit:
-                raise BodyTooLargeError(limit)
-            chunks.append(chunk)
+        try:
+            async with asyncio.timeout(self.options.timeout_s):
+                async for chunk in request.stream():
+                    size += len(chunk)
+                    if size > limit:
+                        raise BodyTooLargeError(limit)
+                    chunks.append(chunk)
+        except TimeoutError:
+            raise BodyTimeoutError(self.options.timeout_s) from None
+        except ClientDisconnect:
+            raise ClientGoneError() from None
         body = b"".join(chunks)
         encoding = headers.get("content-encoding", "identity").strip().lower()
         if encoding in ("gzip", "deflate"):

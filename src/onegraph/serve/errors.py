@@ -11,7 +11,7 @@ from __future__ import annotations
 from onegraph.errors import ConfigError, DataError, ModelFileError, OnegraphError
 
 __all__ = ["ServeError", "ProtocolError", "UnknownModelError", "BodyTooLargeError", "UnsupportedMediaError",
-           "QueueFullError", "RequestTimeoutError", "status_of", "one_line"]
+           "QueueFullError", "RequestTimeoutError", "BodyTimeoutError", "ClientGoneError", "status_of", "one_line"]
 
 
 class ServeError(OnegraphError):
@@ -69,6 +69,27 @@ class RequestTimeoutError(ServeError):
     def __init__(self, name: str, seconds: float) -> None:
         super().__init__(f"the request to model {name!r} did not finish within {seconds:g} s",
                          hint="retry later, or start the server with a larger --timeout")
+
+
+class BodyTimeoutError(ServeError):
+    """The client did not send its whole body within the per-request timeout (408): a body shorter than its
+    Content-Length, or sent a few bytes at a time, would otherwise hold a connection open for ever."""
+
+    status = 408
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__(f"the request body did not arrive within {seconds:g} s",
+                         hint="send the whole body, as long as its Content-Length says")
+
+
+class ClientGoneError(ServeError):
+    """The client closed the connection before its request was read: nothing to answer, no fault of the
+    server (counted as 499, nginx's "client closed request", and not logged as a failure)."""
+
+    status = 499
+
+    def __init__(self) -> None:
+        super().__init__("the client closed the connection before sending its whole request")
 
 
 def status_of(exc: BaseException) -> int:
