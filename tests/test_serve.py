@@ -251,6 +251,15 @@ BAD = [  # (method, path, body, headers, status, words the one-line error holds)
     ("POST", PREDICT.format("penguins"), b"\x00\x01", {"content-type": "application/vnd.apache.arrow.stream"}, 400,
      ["Arrow"]),
     ("POST", PREDICT.format("penguins"), b"<rows/>", {"content-type": "application/xml"}, 415, ["application/xml"]),
+    # an answer of a type not written was 415 (which is about the request's body)
+    ("POST", PREDICT.format("penguins"), json.dumps({"instances": [ROW]}).encode(), {"accept": "application/xml"}, 406,
+     ["application/xml", "not written"]),
+    # were "has no 'inputs' list" (it had one, empty), "has no name" (it had one, not text), "2 elements" (null)
+    ("POST", "/v2/models/penguins/infer", b'{"inputs": []}', {}, 400, ["'inputs' list is empty"]),
+    ("POST", "/v2/models/penguins/infer", json.dumps({"inputs": [{**_v2()["inputs"][0], "name": 5}]}).encode(), {},
+     400, ["input tensor 0 has name 5", "not text"]),
+    ("POST", "/v2/models/penguins/infer", json.dumps(_v2(sex={"data": None})).encode(), {}, 400,
+     ["'sex'", "neither data"]),
     ("POST", PREDICT.format("penguins"), b"x" * (LIMIT + 1), {}, 413, [f"{LIMIT:,} bytes"]),
     ("POST", PREDICT.format("penguins"), gzip.compress(b" " * (LIMIT + 1)), {"content-encoding": "gzip"}, 413,
      [f"{LIMIT:,} bytes"]),

@@ -290,7 +290,7 @@ class _Handlers:
         self._admit(version)
         headers = request.headers
         kind = records.media_type(headers.get("content-type"))
-        answer = records.media_type(headers.get("accept"), default=kind)
+        answer = records.media_type(headers.get("accept"), default=kind, accept=True)
         body = await self._body(request, headers)
         big = len(body) > _INLINE_BODY
         specs = version.session.inputs

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from onegraph.errors import ConfigError, DataError, ModelFileError, OnegraphError
 
-__all__ = ["ServeError", "ProtocolError", "UnknownModelError", "BodyTooLargeError", "UnsupportedMediaError",
+__all__ = ["ServeError", "ProtocolError", "UnknownModelError", "BodyTooLargeError", "UnsupportedMediaError", "NotAcceptableError",
            "QueueFullError", "RequestTimeoutError", "BodyTimeoutError", "ClientGoneError", "status_of", "one_line"]
 
 
@@ -49,6 +49,12 @@ class UnsupportedMediaError(ServeError):
     """A body of a content type the endpoint does not read (415)."""
 
     status = 415
+
+
+class NotAcceptableError(UnsupportedMediaError):
+    """An Accept header naming only media types the endpoint does not write (406)."""
+
+    status = 406
 
 
 class QueueFullError(ServeError):

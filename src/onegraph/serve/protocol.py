@@ -88,7 +88,9 @@ def parse_infer_request(body: bytes, header_length: str | None = None) -> InferR
         raise ProtocolError(f"the request is not JSON ({exc})",
                             hint="send {\"inputs\": [{\"name\", \"shape\", \"datatype\", \"data\"}, ...]}") from None
     if not isinstance(header, dict) or not isinstance(header.get("inputs"), list) or not header["inputs"]:
-        raise ProtocolError("the request has no 'inputs' list",
+        what = "its 'inputs' list is empty" if isinstance(header, dict) and header.get("inputs") == [] else \
+            "it has no 'inputs' list"
+        raise ProtocolError(f"the request names no input tensor: {what}",
                             hint="send {\"inputs\": [{\"name\", \"shape\", \"datatype\", \"data\"}, ...]}")
     binary = memoryview(body)[json_size:]
     columns: dict[str, np.ndarray] = {}
@@ -170,8 +172,11 @@ def check_datatypes(request: InferRequest, inputs: Any) -> None:
 
 
 def _input(i: int, tensor: Any, binary: memoryview) -> tuple[str, int, np.ndarray, memoryview]:
-    if not isinstance(tensor, dict) or not isinstance(tensor.get("name"), str):
-        raise ProtocolError(f"input tensor {i} has no name")
+    if not isinstance(tensor, dict):
+        raise ProtocolError(f"input tensor {i} is not an object", hint="give {\"name\", \"shape\", \"datatype\", \"data\"}")
+    if not isinstance(tensor.get("name"), str):
+        what = "has no name" if tensor.get("name") is None else f"has name {tensor['name']!r}, which is not text"
+        raise ProtocolError(f"input tensor {i} {what}", hint="name it by the model's input (its column)")
     name = tensor["name"]
     datatype = tensor.get("datatype")
     if datatype not in DATATYPES:
@@ -190,7 +195,7 @@ def _input(i: int, tensor: Any, binary: memoryview) -> tuple[str, int, np.ndarra
                                 f"{len(binary)} bytes left in the body")
         values = _from_binary(name, datatype, binary[:size], count)
         return name, count, values, binary[size:]
-    if "data" not in tensor:
+    if tensor.get("data") is None:
         raise ProtocolError(f"input tensor {name!r} has neither data nor binary_data_size")
     return name, count, _from_json(name, datatype, tensor["data"], count), binary
 

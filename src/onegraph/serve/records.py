@@ -16,7 +16,7 @@ from typing import Any
 
 from onegraph.errors import DataError, MissingColumnError, OnegraphError
 from onegraph.io import read_table
-from onegraph.serve.errors import ProtocolError, UnsupportedMediaError
+from onegraph.serve.errors import NotAcceptableError, ProtocolError, UnsupportedMediaError
 
 __all__ = ["JSON", "ARROW_STREAM", "ARROW_FILE", "CSV", "MEDIA_TYPES", "media_type", "read_rows",
            "write_rows", "error_row"]
@@ -31,9 +31,10 @@ _SCALARS = (str, int, float, bool, type(None))
 _FORM = "application/x-www-form-urlencoded"
 
 
-def media_type(header: str | None, default: str = JSON) -> str:
-    """The media type of a Content-Type / Accept header value, without parameters; ``default`` when absent,
-    ``*/*`` or curl's form default. Raises :class:`UnsupportedMediaError` (415) for one the endpoint does not speak."""
+def media_type(header: str | None, default: str = JSON, *, accept: bool = False) -> str:
+    """The media type of a Content-Type (or, with ``accept``, an Accept) header value, without parameters;
+    ``default`` when absent, ``*/*`` or curl's form default. Raises :class:`UnsupportedMediaError` (415) for a
+    body the endpoint does not read, :class:`NotAcceptableError` (406) for an answer it does not write."""
     if not header:
         return default
     for part in header.split(","):
@@ -42,8 +43,9 @@ def media_type(header: str | None, default: str = JSON) -> str:
             return kind
         if kind in ("*/*", "application/*", "", _FORM):
             return default
-    raise UnsupportedMediaError(f"media type {header!r} is not read or written here",
-                                hint=f"use {', '.join(MEDIA_TYPES)}")
+    if accept:
+        raise NotAcceptableError(f"media type {header!r} is not written here", hint=f"accept {', '.join(MEDIA_TYPES)}")
+    raise UnsupportedMediaError(f"media type {header!r} is not read here", hint=f"use {', '.join(MEDIA_TYPES)}")
 
 
 def read_rows(body: bytes, kind: str, specs: list) -> tuple[int | None, Any]:
