@@ -143,3 +143,32 @@ def test_cli_fp16_without_data_warns_that_ranges_were_not_measured_on_real_rows(
                  str(tmp_path / "b.onnx"))
     assert result.returncode == 0, result.stderr
     assert "warning" not in result.stderr
+
+
+@pytest.mark.parametrize("fmt", ["float16", "bfloat16"])
+def test_statistics_of_onegraph_stats_travel_through_the_conversion(fmt):
+    """A model annotated by `onegraph stats` kept its statistics on 2 of 9 tensors once converted: the converter
+    appended shape inference's value infos beside the annotated ones (two per tensor, readers taking the last),
+    and rounded the float32 scales to float16 (0.06271786 -> 0.06274)."""
+    from stats_models import cnn
+
+    from onegraph.stats import annotate_model, read_qparams, read_stats
+
+    model, x = cnn()
+    annotated, _, _ = annotate_model(model, {"x": x[:256]})
+    before_stats, before_q = read_stats(annotated), read_qparams(annotated)
+    assert len(before_stats) == 9 and len(before_q) == 9
+    converted, _ = convert_float16(annotated, data={"x": x[:64]}, fmt=fmt, accept_diff=True)
+    names = [v.name for v in converted.graph.value_info]
+    assert len(names) == len(set(names))
+    after_stats, after_q = read_stats(converted), read_qparams(converted)
+    assert after_stats.keys() == before_stats.keys()
+    for name, stats in before_stats.items():
+        assert (after_stats[name].min, after_stats[name].max, after_stats[name].count) == \
+            (stats.min, stats.max, stats.count), name
+    for name, q in before_q.items():
+        assert after_q[name].scale.dtype == np.float32 and np.array_equal(after_q[name].scale, q.scale), name
+        assert np.array_equal(after_q[name].zero_point, q.zero_point), name
+    # the converted tensors are low precision, their value infos say so
+    types = {v.name: v.type.tensor_type.elem_type for v in converted.graph.value_info}
+    assert T.FLOAT16 in types.values() or T.BFLOAT16 in types.values()

@@ -237,7 +237,40 @@ def to_low_precision(fp32: onnx.ModelProto, block: list[str], fmt: str, keep_io_
         _float32_outputs(m, fp32)
     if fmt == "bfloat16":
         _retype_bfloat16(m, fp32)
+    _one_value_info_per_tensor(m)
+    _float32_annotation_tensors(m, fp32)
     return m
+
+
+def _one_value_info_per_tensor(model: onnx.ModelProto) -> None:
+    """One value info per tensor: onnxconverter-common appends the value infos shape inference gives beside the
+    model's own, so a tensor annotated by ``onegraph stats`` had two, and readers taking the last lost its
+    statistics. The first (the model's, with its metadata) is kept, with the type of the last (the converted
+    one) and the metadata of every copy."""
+    kept: dict[str, onnx.ValueInfoProto] = {}
+    values = list(model.graph.value_info)
+    for v in values:
+        first = kept.setdefault(v.name, v)
+        if first is not v:
+            first.type.CopyFrom(v.type)
+            present = {p.key for p in first.metadata_props}
+            for prop in v.metadata_props:
+                if prop.key not in present:
+                    first.metadata_props.add(key=prop.key, value=prop.value)
+    if len(kept) < len(values):
+        del model.graph.value_info[:]
+        model.graph.value_info.extend(kept.values())
+
+
+def _float32_annotation_tensors(model: onnx.ModelProto, fp32: onnx.ModelProto) -> None:
+    """The scale / zero point initializers a ``quantization_annotation`` names keep their float32 values: they
+    describe the float32 ranges the statistics measured (as onnxruntime's ``compute_scale_zp`` gives them) and no
+    node reads them; the converter had rounded them to float16 (0.06271786 -> 0.06274)."""
+    names = {q.value for a in fp32.graph.quantization_annotation for q in a.quant_parameter_tensor_names}
+    originals = {t.name: t for t in fp32.graph.initializer if t.name in names}
+    for t in model.graph.initializer:
+        if t.name in originals and t.data_type != originals[t.name].data_type:
+            t.CopyFrom(originals[t.name])
 
 
 def _float32_outputs(model: onnx.ModelProto, fp32: onnx.ModelProto) -> None:
