@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 import pytest
 from convert_models import torch_model
@@ -172,3 +173,53 @@ def test_statistics_of_onegraph_stats_travel_through_the_conversion(fmt):
     # the converted tensors are low precision, their value infos say so
     types = {v.name: v.type.tensor_type.elem_type for v in converted.graph.value_info}
     assert T.FLOAT16 in types.values() or T.BFLOAT16 in types.values()
+
+
+def _loop_reading_outer_x() -> onnx.ModelProto:
+    """y = x + x + x + x by a Loop whose body adds the outer-scope ``x`` to its carried value: ``x`` fits
+    float16, the sum does not (|x| ~ 3e4), so the Loop stays float32 while the graph's input becomes float16."""
+    body = helper.make_graph(
+        [helper.make_node("Add", ["acc_in", "x"], ["acc_out"], name="add_outer"),
+         helper.make_node("Identity", ["cond_in"], ["cond_out"], name="keep_going")], "body",
+        [helper.make_tensor_value_info("i", T.INT64, []), helper.make_tensor_value_info("cond_in", T.BOOL, []),
+         helper.make_tensor_value_info("acc_in", T.FLOAT, ["N", 3])],
+        [helper.make_tensor_value_info("cond_out", T.BOOL, []),
+         helper.make_tensor_value_info("acc_out", T.FLOAT, ["N", 3])])
+    consts = [numpy_helper.from_array(np.array(4, np.int64), "trips"), numpy_helper.from_array(np.array(True), "go")]
+    graph = helper.make_graph(
+        [helper.make_node("Sub", ["x", "x"], ["zero"], name="zeros"),
+         helper.make_node("Loop", ["trips", "go", "zero"], ["y"], name="sum_loop", body=body)], "g",
+        [helper.make_tensor_value_info("x", T.FLOAT, ["N", 3])], [helper.make_tensor_value_info("y", T.FLOAT, ["N", 3])],
+        consts)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_a_loop_kept_float32_reading_an_outer_float16_value_gets_a_cast():
+    """A Loop kept float32 whose body read the graph's input, made float16 by the conversion: onnxconverter-common
+    casts a kept node's inputs, not what its body reads from outside, and onnxruntime refused the model (float16
+    meeting float32 in the body's Add). The body now reads a float32 cast of it."""
+    x = np.random.default_rng(0).uniform(2e4, 3e4, (16, 3)).astype(np.float32)
+    converted, report = convert_float16(_loop_reading_outer_x(), data={"x": x}, accept_diff=True)
+    assert "sum_loop" in {k["node"] for k in report.extra["kept_float32"]}
+    sess = ort.InferenceSession(converted.SerializeToString(), providers=["CPUExecutionProvider"])
+    (y,) = sess.run(None, cast_feeds(converted, {"x": x}))
+    x16 = x.astype(np.float16).astype(np.float64)  # the input is float16 at the model's boundary
+    assert np.isfinite(y).all()
+    np.testing.assert_allclose(np.asarray(y, np.float64), 4 * x16, rtol=1e-3)  # float16's 2**-10 output rounding
+
+
+def test_inputs_beyond_the_float16_range_keep_the_model_io_float32():
+    """Inputs reaching 1e5 were cast to float16 at the model's boundary, inf whatever nodes stayed float32:
+    the inputs and outputs stay float32 (as --keep-io-types), the report says why, the values stay finite."""
+    model, feeds, _ = torch_model("mlp")
+    (name,) = feeds
+    x = (feeds[name] * 1e5).astype(np.float32)
+    expected = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(None, {name: x})
+    converted, report = convert_float16(model, data={name: x}, accept_diff=True)
+    assert any(f"input {name!r} reaches" in w and "stay float32 (as --keep-io-types)" in w for w in report.warnings)
+    assert converted.graph.input[0].type.tensor_type.elem_type == T.FLOAT
+    sess = ort.InferenceSession(converted.SerializeToString(), providers=["CPUExecutionProvider"])
+    (y,) = sess.run(None, {name: x})
+    assert y.dtype == np.float32 and np.isfinite(y).all()
+    # every node measured beyond the range stays float32: the same float32 kernels on the same inputs
+    np.testing.assert_allclose(y, expected[0], rtol=1e-6)

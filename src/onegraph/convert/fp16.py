@@ -119,6 +119,8 @@ def convert_float16(model: Any, *, data: Any = None, rows: int = 64, fmt: str = 
     measures = measure(fp32, values, fmt)
     blocked = {m.name: m.reason for m in decide(measures, fmt, max_error)} | _casts_of_other_floats(fp32)
     expected = {o.name: values[o.name] for o in fp32.graph.output}
+    wide = [] if keep_io_types else _io_beyond_range(fp32, values, fmt)
+    keep_io_types = keep_io_types or bool(wide)
     report = ConversionReport(fmt, "float32", fmt)
     n = next((len(v) for v in feeds.values() if np.ndim(v)), 1)
     report.inputs = (f"{n} rows of calibration data" if data is not None else f"generated inputs ({n} rows, seed 0)")
@@ -147,7 +149,7 @@ def convert_float16(model: Any, *, data: Any = None, rows: int = 64, fmt: str = 
         else:
             how, ok = "kept as is (no float tensors, or onnxconverter-common's block list for this operator)", True
         report.nodes.append(NodeConversion(node.name, node.op_type, node.domain, "graph", None, None, how, ok))
-    report.warnings += _warnings(report, len(measures), feeds, fmt)
+    report.warnings += wide + _warnings(report, len(measures), feeds, fmt)
     report.extra["kept_float32"] = [{"node": k, "why": v} for k, v in blocked.items()]
     report.extra["summary"] = [f"kept float32 ({len(blocked)} node(s), chosen from measured values):"]
     report.extra["summary"] += [f"  {name}: {why}" for name, why in blocked.items()]
@@ -161,6 +163,26 @@ def convert_float16(model: Any, *, data: Any = None, rows: int = 64, fmt: str = 
     if output is not None:
         save_model(converted, output)
     return converted, report
+
+
+def _io_beyond_range(fp32: onnx.ModelProto, values: dict[str, np.ndarray], fmt: str) -> list[str]:
+    """One line per float32 graph input or output whose finite values leave ``fmt``'s range: it cannot be
+    ``fmt`` at the model's boundary (it would be inf whatever nodes stay float32), so the inputs and outputs
+    stay float32, as ``--keep-io-types`` keeps them."""
+    limit = FORMATS[fmt][2]
+    out = []
+    for kind, infos in (("input", fp32.graph.input), ("output", fp32.graph.output)):
+        for v in infos:
+            a = values.get(v.name)
+            if v.type.tensor_type.elem_type != onnx.TensorProto.FLOAT or a is None or not np.size(a):
+                continue
+            a = np.asarray(a)
+            finite = a[np.isfinite(a)]
+            peak = float(np.abs(finite).max()) if finite.size else 0.0
+            if peak > limit:
+                out.append(f"{kind} {v.name!r} reaches {peak:.4g}, beyond the {fmt} range ({limit:.3g}): the "
+                           "model's inputs and outputs stay float32 (as --keep-io-types), cast inside")
+    return out
 
 
 def _warnings(report: ConversionReport, floats: int, feeds: dict[str, np.ndarray], fmt: str) -> list[str]:
@@ -233,6 +255,7 @@ def to_low_precision(fp32: onnx.ModelProto, block: list[str], fmt: str, keep_io_
             raise ConversionError(f"onnxconverter-common cannot convert the model to {fmt}: {reason}",
                                   hint="check the model with `onegraph check`; nothing was written") from None
     _cast_mixed_inputs(m)
+    _cast_outer_scope_reads(m, fp32, set(block))
     if keep_io_types:
         _float32_outputs(m, fp32)
     if fmt == "bfloat16":
@@ -240,6 +263,56 @@ def to_low_precision(fp32: onnx.ModelProto, block: list[str], fmt: str, keep_io_
     _one_value_info_per_tensor(m)
     _float32_annotation_tensors(m, fp32)
     return m
+
+
+def _subgraphs(node: onnx.NodeProto) -> list[onnx.GraphProto]:
+    return [g for a in node.attribute for g in ([a.g] if a.type == onnx.AttributeProto.GRAPH else a.graphs)]
+
+
+def _outer_reads(graph: onnx.GraphProto, defined: set[str]) -> set[str]:
+    """Names ``graph`` (and the subgraphs inside it) reads from enclosing scopes."""
+    defined = defined | {v.name for v in graph.input} | {t.name for t in graph.initializer}
+    reads: set[str] = set()
+    for node in graph.node:
+        reads.update(n for n in node.input if n and n not in defined)
+        for body in _subgraphs(node):
+            reads |= _outer_reads(body, defined)
+        defined |= set(node.output)
+    return reads
+
+
+def _rename_reads(graph: onnx.GraphProto, old: str, new: str) -> None:
+    for node in graph.node:
+        node.input[:] = [new if n == old else n for n in node.input]
+        for body in _subgraphs(node):
+            _rename_reads(body, old, new)
+
+
+def _cast_outer_scope_reads(model: onnx.ModelProto, fp32: onnx.ModelProto, block: set[str]) -> None:
+    """A node kept float32 whose body (Loop, If, Scan) reads a value of the enclosing graph that the conversion
+    made float16 gets a Cast back to float32 for it: onnxconverter-common casts a kept node's inputs, not what
+    its body reads from outside, so the body's float32 Add met a float16 value and onnxruntime refused the model."""
+    f16, f32 = onnx.TensorProto.FLOAT16, onnx.TensorProto.FLOAT
+    before = _elem_types(fp32)
+    after = None
+    nodes = []
+    for node in model.graph.node:
+        bodies = _subgraphs(node) if node.name in block else []
+        reads = set().union(*(_outer_reads(b, set()) for b in bodies)) if bodies else set()
+        for name in sorted(reads):
+            if before.get(name) != f32:
+                continue
+            after = _elem_types(model) if after is None else after
+            if after.get(name) != f16:
+                continue
+            cast = f"{name}_as_float32_for_{node.name}"
+            nodes.append(onnx.helper.make_node("Cast", [name], [cast], to=f32, name=f"{node.name}_cast_outer_{name}"))
+            for body in bodies:
+                _rename_reads(body, name, cast)
+        nodes.append(node)
+    if len(nodes) > len(model.graph.node):
+        del model.graph.node[:]
+        model.graph.node.extend(nodes)
 
 
 def _one_value_info_per_tensor(model: onnx.ModelProto) -> None:
