@@ -550,3 +550,71 @@ def test_an_opset_onnx_does_not_define_is_refused_before_any_step():
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 2**31 - 1)], ir_version=10)
     with pytest.raises(ModelFileError, match="opset 2147483647, which onnx .* does not define"):
         convert_opset(model, 13)
+
+
+def _asymmetric_linear(x: np.ndarray, scales: list[float]) -> np.ndarray:
+    """Resize-10's linear mode in numpy, axis by axis: x_original = x_resized / scale (the ``asymmetric``
+    mapping of the Resize-11 spec), clamped to the input, interpolated between its two neighbours."""
+    out = x.astype(np.float64)
+    for axis, s in enumerate(scales):
+        n = out.shape[axis]
+        pos = np.minimum(np.arange(int(np.floor(n * s))) / s, n - 1)
+        lo = np.floor(pos).astype(int)
+        hi = np.minimum(lo + 1, n - 1)
+        w = (pos - lo).reshape([-1 if a == axis else 1 for a in range(out.ndim)])
+        out = np.take(out, lo, axis=axis) * (1 - w) + np.take(out, hi, axis=axis) * w
+    return out
+
+
+def _resize_10(op: str, mode: str, scales: list[float], opset: int) -> onnx.ModelProto:
+    node = helper.make_node(op, ["x", "scales"], ["y"], name="resize", mode=mode)
+    graph = helper.make_graph([node], "g", [_vi("x", T.FLOAT, [1, 1, 5, 7])], [_vi("y", T.FLOAT, None)],
+                              initializer=[numpy_helper.from_array(f32(*scales), "scales")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+
+
+@pytest.mark.parametrize("dst", [11, 13, 19])
+@pytest.mark.parametrize("op, opset, mode, scales", [
+    ("Resize", 10, "linear", [1, 1, 1.5, 2.5]), ("Upsample", 9, "linear", [1, 1, 2, 3]),
+    ("Resize", 10, "linear", [1, 1, 0.6, 0.5]), ("Resize", 10, "nearest", [1, 1, 1.5, 2.5]),
+    ("Resize", 10, "nearest", [1, 1, 0.6, 0.5]), ("Upsample", 9, "nearest", [1, 1, 2, 3])])
+def test_resize_10_up_keeps_its_asymmetric_mapping(op, opset, mode, scales, dst):
+    """onnx's Resize_10_11 adapter leaves Resize-11's default half_pixel mapping in place: every linear Resize-10
+    (and Upsample-9) converted up moved by half a pixel, and nearest picked other pixels at fractional scales.
+    The converted node maps ``asymmetric``-ally and rounds as Resize-10 does in onnxruntime."""
+    model = _resize_10(op, mode, scales, opset)
+    x = RNG.standard_normal((1, 1, 5, 7)).astype(np.float32)
+    converted, report = convert_opset(model, dst, data={"x": x})
+    assert report.ok, str(report)
+    (resize,) = [n for n in converted.graph.node if n.op_type == "Resize"]
+    attrs = {a.name: helper.get_attribute_value(a) for a in resize.attribute}
+    assert attrs["coordinate_transformation_mode"] == b"asymmetric"
+    (got,) = outputs(converted, {"x": x})
+    (old,) = outputs(model, {"x": x})
+    np.testing.assert_array_equal(got, old)  # the same pixels and weights, in the same float32 kernel
+    if mode == "linear":  # and what the spec's mapping gives, computed here (float64 vs the kernel's float32)
+        np.testing.assert_allclose(got, _asymmetric_linear(x, scales), rtol=1e-5, atol=1e-6)
+
+
+def test_resize_10_nearest_with_scales_both_sides_of_one_is_refused():
+    with pytest.raises(ConversionError) as info:
+        convert_opset(_resize_10("Resize", "nearest", [1, 1, 0.6, 2.5], 10), 11)
+    (refused,) = info.value.report.refused
+    assert "on both sides of 1" in refused.how and "Resize-10 -> Resize-11" in refused.how, refused.how
+
+
+@pytest.mark.parametrize("dst", [11, 13])
+@pytest.mark.parametrize("elem, dtype", [(T.DOUBLE, np.float64), (T.FLOAT16, np.float16), (T.FLOAT, np.float32)])
+@pytest.mark.parametrize("bounds", [{"min": -0.5, "max": 0.25}, {"max": 0.25}, {"min": -0.5}])
+def test_clip_6_up_gives_min_and_max_in_the_input_type(elem, dtype, bounds, dst):
+    """onnx's Clip_10_11 adapter writes min / max as float32 whatever the input: a double or float16 Clip-6
+    converted up failed to load in onnxruntime (a type error naming no step). They have the input's type."""
+    node = helper.make_node("Clip", ["x"], ["y"], name="clip", **bounds)
+    graph = helper.make_graph([node], "g", [_vi("x", elem, [4, 3])], [_vi("y", elem, [4, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 10)])
+    x = RNG.standard_normal((4, 3)).astype(dtype)
+    converted, report = convert_opset(model, dst, data={"x": x})
+    assert report.ok, str(report)
+    (y,) = outputs(converted, {"x": x})  # onnxruntime has Clip-11 for float32 only: the reference evaluator
+    assert y.dtype == dtype
+    np.testing.assert_array_equal(y, np.clip(x, dtype(bounds.get("min", -np.inf)), dtype(bounds.get("max", np.inf))))

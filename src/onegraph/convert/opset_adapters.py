@@ -162,6 +162,9 @@ IMPOSSIBLE: dict[tuple[str, int], str] = {}
 #: (operator, version) -> onegraph's step up across that change where onnx's adapter gets it wrong
 UP_ADAPTERS: dict[tuple[str, int], Step] = {
     ("Resize", 13): Step("tf_half_pixel_for_nn removed", rw.resize_up_13),
+    ("Resize", 11): Step("coordinate mappings (half_pixel by default), roi", rw.resize_up_11),
+    ("Upsample", 10): Step("deprecated: Resize-10 is its definition", rw.upsample_up_10),
+    ("Clip", 11): Step("min and max as inputs of the input's type", rw.clip_up_11),
     ("Scan", 9): Step("no batch axis", rw.scan_up_9),
 }
 

@@ -35,7 +35,8 @@ __all__ = ["gather", "scatter_elements", "one_hot", "slice_axes", "scan_axes", "
            "quantize_axis", "quantize_dtype", "layer_normalization", "group_normalization", "reshape", "shape",
            "softmax", "split", "pad_axes", "pad_wrap", "scatter_reduction", "roi_align", "grid_sample",
            "batch_normalization", "optional_get", "optional_has", "cast_saturate", "if_shapes", "resize_11",
-           "resize_10", "resize_13", "resize_18", "resize_19", "resize_up_13"]
+           "resize_10", "resize_13", "resize_18", "resize_19", "resize_up_13", "resize_up_11", "upsample_up_10",
+           "clip_up_11"]
 
 
 def gather(node: ir.Node, ctx: Context) -> Rewrite:
@@ -700,3 +701,58 @@ def resize_up_13(node: ir.Node, ctx: Context) -> Rewrite:
     if node.attributes.get_string("coordinate_transformation_mode", "half_pixel") == "tf_half_pixel_for_nn":
         raise Refusal("coordinate_transformation_mode='tf_half_pixel_for_nn' does not exist from opset 13")
     return Rewrite([], None, "")
+
+
+def resize_up_11(node: ir.Node, ctx: Context) -> Rewrite:
+    """Resize-10 -> Resize-11 (up): Resize-10 maps coordinates ``asymmetric``-ally (x_original = x_resized /
+    scale); Resize-11's default is ``half_pixel``, which onnx's Resize_10_11 adapter leaves in place (every
+    ``linear`` resize moved by half a pixel). ``nearest`` rounds as onnxruntime's Resize-10 kernel does, down
+    where a scale is above 1 and up where it is below; scales on both sides of 1 have no Resize-11 form."""
+    mode = node.attributes.get_string("mode", "nearest")
+    attrs = {"mode": mode, "coordinate_transformation_mode": "asymmetric"}
+    how = "coordinate_transformation_mode asymmetric (Resize-10's mapping)"
+    if mode == "nearest":
+        scales = constant_input(input_at(node, 1), ctx.src)
+        if not scales.known:
+            raise Refusal(f"nearest with scales that are not constant ({scales.how}): Resize-10 rounds down where "
+                          "it up-samples and up where it down-samples, which Resize-11 cannot choose at run time")
+        s = scales.value.astype(np.float64).ravel()
+        if np.any(s > 1) and np.any(s < 1):
+            raise Refusal(f"nearest with scales {s.tolist()} on both sides of 1: Resize-10 rounds down where it "
+                          "up-samples and up where it down-samples, one nearest_mode in Resize-11")
+        attrs["nearest_mode"] = "ceil" if np.any(s < 1) else "floor"
+        how += f", nearest_mode {attrs['nearest_mode']}"
+    b = Builder(node.name, ctx)
+    out = b.op("Resize", node.inputs[0], b.const(np.zeros(0, np.float32)), node.inputs[1], **attrs)
+    return Rewrite(b.nodes, [out], how)
+
+
+def upsample_up_10(node: ir.Node, ctx: Context) -> Rewrite:
+    """Upsample-9 -> Resize-10 (up): the same definition under its new name, so that the step to 11 is
+    onegraph's (:func:`resize_up_11`), not onnx's adapter."""
+    b = Builder(node.name, ctx)
+    out = b.op("Resize", *node.inputs, mode=node.attributes.get_string("mode", "nearest"))
+    return Rewrite(b.nodes, [out], "rewritten as Resize-10")
+
+
+def clip_up_11(node: ir.Node, ctx: Context) -> Rewrite:
+    """Clip-6 -> Clip-11 (up): the ``min`` / ``max`` attributes become inputs of the input's own type (Clip-11's
+    constraint T for all three); onnx's Clip_10_11 adapter makes them float32 whatever the input, and a
+    double or float16 Clip then fails to load. An absent ``min`` beside a ``max`` is Clip-6's default, the
+    lowest float32."""
+    lo, hi = node.attributes.get("min"), node.attributes.get("max")
+    x = node.inputs[0]
+    dtype = x.dtype if x is not None else None
+    if dtype is None:
+        raise Refusal("the type of its input is not known: Clip-11 takes min and max of that type")
+    np_type = dtype.numpy()
+    b = Builder(node.name, ctx)
+    bounds: list[ir.Value | None] = []
+    if lo is not None or hi is not None:
+        low = lo.as_float() if lo is not None else float(np.finfo(np.float32).min)
+        with np.errstate(over="ignore"):  # the lowest float32 is -inf in float16, the same bound there
+            bounds.append(b.const(np.array(low).astype(np_type)))
+    if hi is not None:
+        bounds.append(b.const(np.array(hi.as_float()).astype(np_type)))
+    out = b.op("Clip", x, *bounds)
+    return Rewrite(b.nodes, [out], f"min / max as {dtype.name.lower()} inputs")
