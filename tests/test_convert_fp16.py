@@ -223,3 +223,21 @@ def test_inputs_beyond_the_float16_range_keep_the_model_io_float32():
     assert y.dtype == np.float32 and np.isfinite(y).all()
     # every node measured beyond the range stays float32: the same float32 kernels on the same inputs
     np.testing.assert_allclose(y, expected[0], rtol=1e-6)
+
+
+def test_a_node_the_reference_evaluator_cannot_run_is_one_line_with_a_convert_hint(cli, tmp_path):
+    """The reference evaluator verifies the float16 model; where it cannot run a node (the spec's Cast reads
+    whole numbers, onnxruntime a leading one out of "1970-01-01"), the error named compare's --against option,
+    which convert does not have. It names the node and what to run instead; nothing is written."""
+    cast = helper.make_node("Cast", ["x"], ["xf"], to=T.FLOAT, name="read_year")
+    mul = helper.make_node("Mul", ["xf", "two"], ["y"], name="double")
+    graph = helper.make_graph([cast, mul], "g", [helper.make_tensor_value_info("x", T.STRING, ["N"])],
+                              [helper.make_tensor_value_info("y", T.FLOAT, ["N"])],
+                              [numpy_helper.from_array(np.array([2], np.float32), "two")])
+    path, npz, out = tmp_path / "m.onnx", tmp_path / "x.npz", tmp_path / "m16.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)]), path)
+    np.savez(npz, x=np.array(["1970-01-01", "1971-01-01"]))
+    result = cli("convert", str(path), "--fp16", "--data", str(npz), "-o", str(out))
+    assert result.returncode != 0 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "node 'read_year' (Cast)" in result.stderr and "onegraph compare" in result.stderr
+    assert "--against" not in result.stderr and not out.exists()

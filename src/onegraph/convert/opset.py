@@ -172,7 +172,9 @@ def _run(model: onnx.ModelProto, feeds: dict[str, np.ndarray], what: str, report
         missing = re.search(r"implementation for (\w+\(\d+\))", str(exc))
         report.notes.append(f"{what} ran in onnx's reference evaluator: onnxruntime has no kernel for "
                             f"{missing.group(1) if missing else 'one of its operators'}")
-        return reference_run(model, feeds)
+        return reference_run(model, feeds, hint=f"onnxruntime has no kernel for this operator's version and the "
+                             f"reference evaluator cannot run it: {what} cannot be verified; nothing was written. "
+                             "Convert to an opset onnxruntime runs")
 
 
 # -- the conversion ---------------------------------------------------------------------------------

@@ -60,9 +60,15 @@ class NodeMeasure:
     reason: str = ""
 
 
-def reference_run(model: onnx.ModelProto, feeds: dict[str, np.ndarray], *, intermediate: bool = False
-                  ) -> dict[str, np.ndarray]:
-    """Run ``model`` with onnx's ReferenceEvaluator: graph outputs (or every tensor) by name.
+#: what to do when the evaluator fails, said to a user of `onegraph compare`
+COMPARE_HINT = ("the node may rely on behaviour its operator's spec does not define (onnxruntime may accept "
+                "it); compare with --against ort-basic to check onnxruntime alone")
+
+
+def reference_run(model: onnx.ModelProto, feeds: dict[str, np.ndarray], *, intermediate: bool = False,
+                  hint: str = COMPARE_HINT) -> dict[str, np.ndarray]:
+    """Run ``model`` with onnx's ReferenceEvaluator: graph outputs (or every tensor) by name. ``hint`` is
+    what the error tells the user to do (the caller's command knows its options).
 
     Raises
     ------
@@ -82,9 +88,7 @@ def reference_run(model: onnx.ModelProto, feeds: dict[str, np.ndarray], *, inter
         node = failing_node(exc)
         where = f" at node {node.name!r} ({node.op_type})" if node is not None else ""
         message = " ".join(f"{type(exc).__name__}: {exc}".split())[:400]
-        raise RuntimeFailure(f"onnx's reference evaluator failed{where}: {message}",
-                             hint="the node may rely on behaviour its operator's spec does not define (onnxruntime may accept it); "
-                                  "compare with --against ort-basic to check onnxruntime alone") from None
+        raise RuntimeFailure(f"onnx's reference evaluator failed{where}: {message}", hint=hint) from None
 
 
 def failing_node(exc: BaseException) -> onnx.NodeProto | None:
