@@ -954,3 +954,38 @@ def test_records_without_a_model_column_are_refused_naming_the_record(penguins_o
     with_missing.iloc[3, with_missing.columns.get_loc("island")] = None
     pd.testing.assert_frame_equal(onegraph.score(penguins_onnx, as_null),
                                   onegraph.score(penguins_onnx, with_missing).reset_index(drop=True))
+
+
+@pytest.mark.parametrize("bins", [[2000, 3500, 4500, 7000], [2000.5, 3500.5, 4500.5, 7000.5]],
+                         ids=["int-bins", "float-bins"])
+@pytest.mark.parametrize("fit_rows", ["with-missing", "complete"])
+def test_interval_categories_of_pd_cut_match_scikit_learn_with_and_without_missing_rows(penguins, bins, fit_rows,
+                                                                                      tmp_path):
+    """``pd.cut`` columns (category of ``interval[int64]``): ``np.asarray`` of one holding a missing value
+    promotes the intervals to float bounds, so scikit-learn's categories read ``(2000.0, 3500.0]`` while the
+    feed wrote the dtype's ``(2000, 3500]``: every row scored as an unknown category (parity refused the
+    build). Intervals are matched by value, whether the fitted or the scored rows hold a missing value."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, OrdinalEncoder
+
+    df = penguins.dropna(subset=["species"])
+    x = pd.DataFrame({"mass_bin": pd.cut(df["body_mass_g"], bins=bins),
+                      "bill_bin": pd.cut(df["bill_length_mm"], bins=[30, 40, 50, 60])})
+    assert x.isna().any().all()  # two rows without measurements
+    y = df["species"]
+    fit = x if fit_rows == "with-missing" else x.dropna()
+    pipe = make_pipeline(ColumnTransformer([
+        ("onehot", OneHotEncoder(handle_unknown="ignore"), ["mass_bin"]),
+        ("ordinal", OrdinalEncoder(handle_unknown="use_encoded_value", unknown_value=-1,
+                                   encoded_missing_value=-2), ["bill_bin"])]),
+        LogisticRegression(max_iter=2000)).fit(fit, y.loc[fit.index])
+    path = tmp_path / "bins.onnx"
+    onegraph.build(pipe, None, fit, path=path)
+    for rows in (x, x.dropna()):
+        out = onegraph.score(path, rows)
+        # the same double-precision arithmetic as scikit-learn's on the same encoded rows
+        np.testing.assert_allclose(out.filter(like="probabilities_").to_numpy(), pipe.predict_proba(rows),
+                                   rtol=1e-9, atol=1e-12)
+        assert out["label"].tolist() == pipe.predict(rows).tolist()

@@ -47,12 +47,33 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from onegraph.contract.dates import date_format
 from onegraph.errors import ColumnTypeError, MetadataError
 
-__all__ = ["MISSING_STRING", "NA_INT64", "KINDS", "NUMPY_TYPES", "ColumnSpec", "spec_for", "is_string_dtype"]
+__all__ = ["MISSING_STRING", "NA_INT64", "KINDS", "NUMPY_TYPES", "ColumnSpec", "spec_for", "is_string_dtype",
+           "category_text"]
 
 #: How a missing string is written in a string tensor.
 MISSING_STRING = "\uffff"
 #: How a missing int64 / datetime / timedelta is written (pandas' NaT).
 NA_INT64 = int(np.iinfo(np.int64).min)
+
+
+def category_text(c: Any) -> str:
+    """A category as a graph's text input holds it, the same at build (from scikit-learn's ``categories_``) and
+    in the feed of a pandas category column (from its dtype's categories): ``str`` of the value, except
+
+    * ``datetime64`` / ``timedelta64`` (how scikit-learn keeps a category column of naive datetimes /
+      timedeltas) print as pandas' ``Timestamp`` / ``Timedelta``, as the column's own categories do;
+    * an ``Interval`` with numeric bounds prints them as floats: ``np.asarray`` of a ``pd.cut`` column with a
+      missing value promotes ``interval[int64]`` to ``interval[float64]`` (``(2000.0, 3500.0]``), so
+      scikit-learn's categories depend on whether the rows it saw had one, and it matches intervals by value.
+    """
+    if isinstance(c, np.datetime64):
+        return str(pd.Timestamp(c))
+    if isinstance(c, np.timedelta64):
+        return str(pd.Timedelta(c))
+    if isinstance(c, pd.Interval) and isinstance(c.left, (int, float, np.integer, np.floating)) and not isinstance(
+            c.left, (bool, np.bool_)):
+        return str(pd.Interval(float(c.left), float(c.right), closed=c.closed))
+    return str(c)
 
 KINDS = ("float", "int", "bool", "string", "datetime", "timedelta")
 NUMPY_TYPES = {"double": np.float64, "float": np.float32, "int64": np.int64, "bool": np.bool_, "string": object}

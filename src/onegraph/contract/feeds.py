@@ -18,6 +18,7 @@ from onegraph.contract.columns import (
     MISSING_STRING,
     NA_INT64,
     ColumnSpec,
+    category_text,
     is_string_dtype,
 )
 from onegraph.contract.dates import (
@@ -706,7 +707,7 @@ def _marker_error(spec: ColumnSpec, holding: np.ndarray) -> ColumnTypeError:
 def _texts(spec: ColumnSpec, values: Any) -> np.ndarray:
     dtype = values.dtype
     if isinstance(dtype, pd.CategoricalDtype):
-        cats = np.asarray([str(c) for c in dtype.categories] + [MISSING_STRING], dtype=object)
+        cats = np.asarray([category_text(c) for c in dtype.categories] + [MISSING_STRING], dtype=object)
         return cats[np.asarray(values.codes)]
     if isinstance(values, np.ndarray):
         if dtype.kind == "O":

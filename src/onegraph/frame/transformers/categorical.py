@@ -30,7 +30,7 @@ import sklearn.preprocessing
 from sklearn.base import clone
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from onegraph.contract.columns import MISSING_STRING, ColumnSpec
+from onegraph.contract.columns import MISSING_STRING, ColumnSpec, category_text
 from onegraph.contract.outputs import CHECK_PREFIXES
 from onegraph.emit import (
     BOOL,
@@ -226,18 +226,6 @@ def encoder_keys(col: Col, cats: np.ndarray) -> tuple[str, np.ndarray]:
     if col.dtype == INT64 and all(_is_missing(c) or _is_integer(c) for c in cats):
         return "int64", np.asarray([INT64_MIN if _is_missing(c) else int(c) for c in cats], dtype=np.int64)
     return "double", np.asarray([np.nan if _is_missing(c) else float(c) for c in cats], dtype=np.float64)
-
-
-def category_text(c: Any) -> str:
-    """A category as the graph's text input holds it: ``str`` of the value, as the feed of a pandas category
-    column writes its categories (:func:`onegraph.contract.feeds.to_feed`); scikit-learn keeps a category
-    column of naive datetimes / timedeltas as ``datetime64`` / ``timedelta64``, which print as pandas'
-    ``Timestamp`` / ``Timedelta`` do in that feed."""
-    if isinstance(c, np.datetime64):
-        return str(pd.Timestamp(c))
-    if isinstance(c, np.timedelta64):
-        return str(pd.Timedelta(c))
-    return str(c)
 
 
 def _is_integer(c: Any) -> bool:
