@@ -355,3 +355,29 @@ def test_a_semicolon_csv_with_thousands_points_reads_its_numbers(cli, european_p
     assert io.csv_dialect(both) == (";", ",")
     assert io.read_table(both)["a"].tolist() == ["1.250", "2.125.000", "about 3"]
     assert io.read_table(both)["b"].tolist() == [2.5, 1.0, 1.5]
+
+
+def test_no_command_writes_over_the_external_data_of_a_model_it_reads(cli, tmp_path):
+    """The user's report: ``fuse m.onnx -o weights.bin`` (weights.bin: m.onnx's external data) exited 0 and
+    replaced the weights with a model; m.onnx then read garbage and ``check`` called it clean. A file known only
+    once the model is read is kept as its inputs are: refused in one line, the file unchanged."""
+    import onnx
+    from conftest import DATA
+
+    model, data, weights = tmp_path / "m.onnx", tmp_path / "x.npz", tmp_path / "weights.bin"
+    onnx.save(onnx.load(DATA / "penguins-mlp.onnx"), model, save_as_external_data=True, location=weights.name,
+              size_threshold=0)
+    np.savez(data, x=np.random.default_rng(0).normal(size=(32, 4)).astype(np.float32))
+    before = {p: p.read_bytes() for p in (model, weights)}
+    commands = [args for args in _in_place(str(model), str(data)) if "@" + str(model) in args
+                and args[0] not in ("compose", "fed") and args[:2] not in (["stats", "recover"],
+                                                                           ["functions", "group"])]
+    # (the others need what the MLP lacks: a preprocessing to compose, deltas, statistics, scopes)
+    assert len(commands) == 6
+    for args in commands:
+        result = cli(*[str(weights) if a == "@" + str(model) else a for a in args])
+        said = (f"error: cannot write {weights}: it is the external data of the input model file {model}, which "
+                "would be replaced. write the output to another file")
+        assert result.returncode == 1, (args, result.stdout, result.stderr)
+        assert result.stderr.strip().splitlines()[-1] == said, (args, result.stderr)  # after any progress bar
+        assert {p: p.read_bytes() for p in before} == before, args

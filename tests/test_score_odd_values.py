@@ -808,6 +808,9 @@ def test_score_keeps_na_words_as_text_as_build_did(cli, tmp_path):
         out = tmp_path / f"scores{len(option)}.csv"
         done = cli("score", str(model), str(path), "-o", str(out), *option)
         assert done.returncode == 0, done
+        # without the option the 'NA' cells of the text column are missing values: said, as build says it
+        noted = "note: column 'Sex': " in done.stderr and "read as missing" in done.stderr
+        assert noted == (not option) and "Culmen" not in done.stderr, done.stderr
         expected = session.run(rows.drop(columns="Island"))["probabilities"]
         got = pd.read_csv(out).filter(like="probabilities_").to_numpy()
         np.testing.assert_allclose(got, expected, rtol=1e-12, atol=0, err_msg=str(option))
@@ -989,3 +992,30 @@ def test_interval_categories_of_pd_cut_match_scikit_learn_with_and_without_missi
         np.testing.assert_allclose(out.filter(like="probabilities_").to_numpy(), pipe.predict_proba(rows),
                                    rtol=1e-9, atol=1e-12)
         assert out["label"].tolist() == pipe.predict(rows).tolist()
+
+
+def test_datetimes_for_a_category_of_timestamps_are_refused_with_advice_that_scores_right(penguins):
+    """A model fitted on a category of Timestamps, given the same dates as datetime64: the error advised
+    ``.dt.strftime('%Y-%m-%d')``, which is not how the graph holds the categories (``str()`` of a Timestamp),
+    and following it scored every row as an unknown category without a word. The advice now names the
+    category column, and following it gives scikit-learn's answer."""
+    from sklearn.compose import make_column_transformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder, StandardScaler
+
+    df = penguins.dropna()
+    y = df.pop("species")
+    df["when"] = pd.to_datetime(df["year"].astype(str) + "-06-01").astype("category")
+    pipe = make_pipeline(make_column_transformer((OneHotEncoder(handle_unknown="ignore"), ["when"]),
+                                                 (StandardScaler(), ["bill_length_mm", "bill_depth_mm"])),
+                         LogisticRegression(max_iter=3000)).fit(df, y)
+    model = onegraph.build(pipe, None, sample=df)
+    rows = df.sample(40, random_state=0)
+    as_dates = rows.assign(when=rows["when"].astype("datetime64[us]"))
+    with pytest.raises(ColumnTypeError, match=r"column 'when'.*built from a category column") as info:
+        onegraph.score(model, as_dates)
+    assert "strftime" not in str(info.value) and ".astype('category')" in str(info.value)
+    advised = as_dates.assign(when=as_dates["when"].astype("category"))
+    np.testing.assert_allclose(onegraph.score(model, advised).filter(like="probabilities_").to_numpy(),
+                               pipe.predict_proba(rows), rtol=1e-9, atol=1e-12)

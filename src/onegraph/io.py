@@ -51,6 +51,12 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         naming the file, when it cannot be written (see :func:`check_output_path`, or the OS error).
     """
     target, folder = check_output_path(path, probe=False)  # creating the temporary file below is the probe
+    from onegraph.check.kept import kept_as
+
+    read_as = kept_as(target)
+    if read_as is not None:
+        raise OnegraphError(f"cannot write {target}: it is {read_as}, which would be replaced",
+                            hint="write the output to another file")
     # the file keeps the mode it had, or gets the one a plain open() would give (mkstemp makes 0600)
     try:
         mode = target.stat().st_mode & 0o7777

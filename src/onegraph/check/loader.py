@@ -17,6 +17,7 @@ Library exceptions that mean "bad file" (protobuf decode errors, onnx-ir's ``Ser
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -120,9 +121,13 @@ def _parse(source: Source) -> Any:
     if not proto.HasField("graph"):
         raise ModelFileError(f"{source.label} holds no graph; it is not an ONNX model",
                              hint="check that the file is a complete .onnx file")
-    from onegraph.check.static.walk import has_external_data
+    from onegraph.check.static.walk import external_locations, has_external_data
 
     if source.folder is not None and has_external_data(proto):
+        from onegraph.check.kept import keep
+
+        for location in external_locations(proto):  # the check confined them to the model's folder
+            keep(os.path.join(source.folder, location), f"the external data of the input {source.label}")
         # the tensors read into the model (the check has verified the files): what a caller does with it
         # (convert, compare, meta set, stats...) then holds wherever the result goes; relative locations
         # copied into a model written to another folder pointed at nothing, and onnxruntime's optimizer

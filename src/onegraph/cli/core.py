@@ -65,12 +65,13 @@ def quickstart(
         raise typer.Exit(1)
 
 
-def _note_na_words(data: Path, target: str) -> None:
-    """A note per CSV column holding words pandas reads as missing (``NA``, ``null``, ``nan``...): how many
-    cells became missing values, and for the target that their rows are left out (a class spelled ``NA``)."""
+def _note_na_words(data: Path, target: str | None, columns: list[str] | None = None) -> None:
+    """A note per CSV column (``columns``, default all) holding words pandas reads as missing (``NA``, ``null``,
+    ``nan``...): how many cells became missing values, and for the target that their rows are left out (a class
+    spelled ``NA``)."""
     from onegraph.io import na_words
 
-    for column, words in na_words(data).items():
+    for column, words in na_words(data, columns).items():
         cells = sum(words.values())
         written = ", ".join(f"{w!r} ({n})" for w, n in words.items())
         effect = "their rows are left out (no target)" if column == target else "they are missing values"
@@ -233,6 +234,9 @@ def score(
         return
     start = time.perf_counter()
     frame = read_table(data, specs=session.inputs, keep_na_words=keep_na_words)
+    texts = [s.name for s in session.inputs if s.kind == "string" and s.name in frame.columns]
+    if texts and not keep_na_words:  # a category the model learned may be spelled NA (a country, a state)
+        _note_na_words(data, None, texts)
     read = time.perf_counter()
     scores = session.score(frame)
     elapsed = time.perf_counter() - read

@@ -749,6 +749,10 @@ def _text_hint(spec: ColumnSpec, dtype: Any) -> str:
 
     arrow = dtype.pyarrow_dtype if isinstance(dtype, pd.ArrowDtype) else None
     if pd.api.types.is_datetime64_any_dtype(dtype) or (arrow is not None and pa.types.is_timestamp(arrow)):
+        if spec.source_dtype == "category":  # the graph holds str() of each category, not a date format
+            return ("the model takes this column as text: it was built from a category column and holds str() of "
+                    "each category (of a Timestamp: '2007-06-01 00:00:00'): give the column as it was at build, "
+                    "e.g. .astype('category') for one of Timestamps")
         written = spec.date_format if spec.date_format not in (None, ISO8601) else "%Y-%m-%d"
         return ("the model takes this column as text (it was built from text, e.g. a CSV's): give the values as "
                 f"that text (pandas: .dt.strftime({written!r}), the format of the data it was built from)")
