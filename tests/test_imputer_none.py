@@ -135,3 +135,29 @@ def test_an_encoder_that_learned_none_and_nan_apart_is_refused_naming_the_column
     got = onegraph.score(onegraph.build(ours, None, frame), frame)
     np.testing.assert_allclose(got[[f"probabilities_{c}" for c in ours.classes_]].to_numpy(),
                                ours.predict_proba(frame), rtol=1e-9, atol=1e-12)
+
+
+def test_a_text_imputer_of_another_missing_value_refuses_a_missing_one_as_scikit_learn_does(penguins):
+    """``SimpleImputer(missing_values="")`` on a text column (skl2onnx's documented workaround for text
+    imputation): scikit-learn refuses a NaN there ("Input contains NaN"), onegraph scored it as an unknown
+    category with a confident label. It is refused naming the column and the row; "" is imputed as before."""
+    from onegraph.errors import OutOfRangeError
+
+    df = penguins.copy()
+    y = df.pop("species")
+    num = ["bill_length_mm", "bill_depth_mm", "flipper_length_mm", "body_mass_g"]
+    df["isl"] = np.where(np.arange(len(df)) % 5 == 0, "", df["island"]).astype(object)
+    pipe = make_pipeline(ColumnTransformer([
+        ("text", make_pipeline(SimpleImputer(missing_values="", strategy="most_frequent"),
+                               OneHotEncoder(handle_unknown="ignore")), ["isl"]),
+        ("num", SimpleImputer(), num)]), LogisticRegression(max_iter=3000)).fit(df, y)
+    model = onegraph.build(pipe, None, sample=df)
+    np.testing.assert_allclose(onegraph.score(model, df).filter(like="probabilities_").to_numpy(),
+                               pipe.predict_proba(df), rtol=1e-9, atol=1e-12)
+    rows = df.head(3).copy()
+    rows["isl"] = np.array(["Dream", np.nan, ""], dtype=object)
+    with pytest.raises(ValueError, match="NaN"):
+        pipe.predict_proba(rows)
+    with pytest.raises(OutOfRangeError, match=r"column 'isl': 1 row\(s\).*missing_values=''.*first row 1") as info:
+        onegraph.score(model, rows)
+    assert "fillna('')" in str(info.value)

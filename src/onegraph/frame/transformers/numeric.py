@@ -464,6 +464,12 @@ def emit_simple_imputer(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]
     marker = g.const(np.array(MISSING_STRING if _is_nan_like(mv) else str(mv), dtype=object), "missing_value")
     for i in text:
         x = g.vector(cols[i])
+        if not _is_nan_like(mv):  # scikit-learn checks the input first: "Input contains NaN"
+            missing = g.op("Equal", x, g.const(np.array(MISSING_STRING, dtype=object), "missing"), dtype=BOOL)
+            g.flag(missing, "out_of_range", cols[i].name,
+                   covers=f"values that are not missing (its SimpleImputer(missing_values={mv!r}) refuses a missing "
+                          "one, as scikit-learn's does)",
+                   hint=f"fill the missing values with {mv!r} (fillna({mv!r})), or drop those rows")
         mask = g.op("Equal", x, marker, dtype=BOOL)
         fill = MISSING_STRING if _is_nan_like(stats[i]) else str(stats[i])
         y = g.op("Where", mask, g.const(np.array(fill, dtype=object), "statistic"), x, dtype=STRING)
