@@ -96,3 +96,18 @@ def test_errors_are_one_line(encoder_file, tmp_path):
     result = run("functions", "group", encoder_file, "-o", encoder_file)
     assert result.returncode == 1 and "is the input" in result.stderr
     assert not (tmp_path / "x.onnx").exists()
+
+
+def test_list_keeps_every_column_on_a_narrow_console(penguins_onnx, monkeypatch):
+    """Piped or at 80 columns, `functions list` of the penguins model printed the ids alone: rich dropped the
+    calls / nodes / inputs / outputs columns to make room for ids that may not wrap. The ids fold instead."""
+    import re
+
+    from onegraph.passes import list_functions
+
+    monkeypatch.setenv("COLUMNS", "80")
+    out = invoke("functions", "list", penguins_onnx)
+    assert re.search(r"calls\s+nodes\s+inputs\s+outputs", out), out
+    infos = list_functions(ir.from_proto(onnx.load(penguins_onnx)))
+    counts = [line.split()[-4:] for line in out.splitlines()[1:] if re.search(r"(\s+\d+){4}\s*$", line)]
+    assert counts == [[str(f.calls), str(f.nodes), str(len(f.inputs)), str(len(f.outputs))] for f in infos]

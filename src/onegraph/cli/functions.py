@@ -58,9 +58,10 @@ def list_(
         out.print(f"{model}: no model-local functions ({len(ir_model.graph)} nodes in the graph)")
     else:
         table = Table(box=None)
-        table.add_column("function (domain:name:overload)", no_wrap=True)
+        # a long id folds onto the next line: rich otherwise drops the number columns on a narrow console
+        table.add_column("function (domain:name:overload)", overflow="fold")
         for column in ("calls", "nodes", "inputs", "outputs"):
-            table.add_column(column, justify="right")
+            table.add_column(column, justify="right", no_wrap=True, min_width=len(column))
         for f in infos:
             table.add_row(f.id, str(f.calls), str(f.nodes), str(len(f.inputs)), str(len(f.outputs)))
         out.print(table)
