@@ -1019,3 +1019,14 @@ def test_datetimes_for_a_category_of_timestamps_are_refused_with_advice_that_sco
     advised = as_dates.assign(when=as_dates["when"].astype("category"))
     np.testing.assert_allclose(onegraph.score(model, advised).filter(like="probabilities_").to_numpy(),
                                pipe.predict_proba(rows), rtol=1e-9, atol=1e-12)
+
+
+def test_a_record_array_is_read_by_its_field_names(session, rows):
+    """``df.to_records()`` was refused as "an array has no column names", which a record array has: its fields
+    are the columns (the index field, extra, is ignored); one of two dimensions is refused naming why."""
+    expected = session.score(rows)
+    for rec in (rows.to_records(index=False), rows.to_records()):
+        pd.testing.assert_frame_equal(session.score(rec), expected)
+        pd.testing.assert_frame_equal(session.score(np.asarray(rec)), expected)  # a plain structured array
+    with pytest.raises(DataError, match="2-D structured array"):
+        session.score(rows.to_records(index=False).reshape(1, -1))

@@ -38,6 +38,8 @@ def as_pandas(data: Any) -> pd.DataFrame:
         return data.to_frame().T.infer_objects()
     if isinstance(data, Mapping):
         return _dict_frame(data)
+    if _is_structured(data):
+        return pd.DataFrame(data)
     if isinstance(data, Sequence) and not isinstance(data, (str, bytes)) and (
         len(data) == 0 or isinstance(data[0], Mapping)
     ):
@@ -158,6 +160,8 @@ def _reader(data: Any) -> tuple[int, list[str], ColumnGetter]:
         return _mapping_reader(data.to_dict())
     if isinstance(data, Mapping):
         return _mapping_reader(data)
+    if _is_structured(data):
+        return _pandas_reader(pd.DataFrame(data))
     if isinstance(data, Sequence) and not isinstance(data, (str, bytes)) and (
         len(data) == 0 or isinstance(data[0], Mapping)
     ):
@@ -166,6 +170,22 @@ def _reader(data: Any) -> tuple[int, list[str], ColumnGetter]:
     if table is not None:
         return _arrow_reader(table)
     raise _not_a_table(data)
+
+
+def _is_structured(data: Any) -> bool:
+    """A NumPy structured / record array of rows (``df.to_records()``): its field names are the columns.
+
+    Raises
+    ------
+    DataError
+        for one of more than one dimension (no one row per element).
+    """
+    if not (isinstance(data, np.ndarray) and data.dtype.names is not None):
+        return False
+    if data.ndim != 1:
+        raise DataError(f"cannot read a table from a {data.ndim}-D structured array: one record per row is read",
+                        hint="give a 1-D record array (e.g. rec.reshape(-1)) or a DataFrame")
+    return True
 
 
 def _records_reader(data: Sequence[Mapping]) -> tuple[int, list[str], ColumnGetter]:

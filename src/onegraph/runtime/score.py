@@ -65,7 +65,8 @@ def score(model: Any, data: Any, *, trusted: bool = False) -> pd.DataFrame:
         input schema; other models are fed by their input names and types).
     data:
         A pandas or polars DataFrame, a pyarrow Table, any object with ``__arrow_c_stream__``, a dict of
-        column -> values (scalars mean one row) or a list of records. Extra columns are ignored.
+        column -> values (scalars mean one row), a list of records or a 1-D NumPy structured / record array
+        (its fields are the columns). Extra columns are ignored.
     trusted:
         Skip the pre-check (an isolated process parses and opens the model first, once per file content;
         see :func:`onegraph.check.loader.read_model`). Only for files you made or trust.
