@@ -11,7 +11,8 @@ ONNX Runtime has shipped:
 * the two means reduce other axes, or not the trailing ones, or drop them (``keepdims=0``);
 * ``scale`` or ``bias`` broadcast beyond the normalized shape (a ``[seq, d]`` scale on ``[b, seq, d]``) or
   do not have a known shape (the operator applies them per normalized element only);
-* ``eps`` is not a one-element constant, the exponent is not exactly 2, ``x`` is not float (the operator
+* ``eps`` is not a one-element constant, or not exactly a float32 value (the operator's ``epsilon`` is a
+  float attribute: a double model's ``1e-5`` would be rounded), the exponent is not exactly 2, ``x`` is not float (the operator
   computes a float16 input in float32 by default, which changes the values);
 * the model's opset is below 17.
 
@@ -80,6 +81,9 @@ class _LayerNormBase(pattern.RewriteRuleClassBase):
         epsilon = scalar(eps, r)
         if epsilon is None or epsilon < 0:
             return result.fail("eps is not a one-element non-negative constant", eps)
+        if float(np.float32(epsilon)) != float(epsilon):
+            # the operator's epsilon is a float attribute: a double eps such as 1e-5 would be rounded
+            return result.fail(f"eps {epsilon!r} is not a float32 value (the operator's epsilon is a float)", eps)
         self._axis, self._epsilon = axis, epsilon
         for name, value in (("scale", scale), ("bias", bias)):
             if value is not None and _affine_shape(value, x, axis) is None:
