@@ -53,7 +53,35 @@ def _function_of_another_opset() -> onnx.ModelProto:
                                                               helper.make_opsetid("local", 1)], ir_version=10)
 
 
+def _undefined_in_a_function() -> onnx.ModelProto:
+    """A function body reading a value nothing defines: onnx-ir reads it anyway (a new value, and a logged
+    warning line beside the error), inline failed with a repr of its clone_node call, fuse blamed the result."""
+    f = helper.make_function("local", "Bad", ["a"], ["b"], [helper.make_node("Add", ["a", "ghost"], ["b"])],
+                             [helper.make_opsetid("", 18)])
+    g = helper.make_graph([helper.make_node("Bad", ["x"], ["y"], domain="local")], "fn",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    return helper.make_model(g, functions=[f], opset_imports=[helper.make_opsetid("", 18),
+                                                              helper.make_opsetid("local", 1)], ir_version=9)
+
+
+def _function_defined_twice() -> onnx.ModelProto:
+    """Two bodies for one function id: onnx's checker and onnxruntime refuse it; onnx-ir kept the second and
+    `functions inline` wrote a valid model from it without a word."""
+    model = _undefined_in_a_function()
+    del model.functions[:]
+    for op in ("Relu", "Neg"):
+        model.functions.append(helper.make_function("local", "Bad", ["a"], ["b"], [helper.make_node(op, ["a"], ["b"])],
+                                                    [helper.make_opsetid("", 18)]))
+    return model
+
+
 @pytest.mark.parametrize("make,argv", [
+    (_function_defined_twice, ["functions", "inline", "-o", "{out}"]),
+    (_undefined_in_a_function, ["functions", "list"]),
+    (_undefined_in_a_function, ["functions", "inline", "-o", "{out}"]),
+    (_undefined_in_a_function, ["fuse", "-o", "{out}"]),
+    (_undefined_in_a_function, ["stats", "strip", "-o", "{out}"]),
     (_duplicate_outputs, ["functions", "list"]),
     (_duplicate_outputs, ["stats", "strip", "-o", "{out}"]),
     (_duplicate_outputs, ["fuse", "-o", "{out}"]),
@@ -61,14 +89,20 @@ def _function_of_another_opset() -> onnx.ModelProto:
     (_function_of_another_opset, ["functions", "inline", "-o", "{out}"]),
     (_function_of_another_opset, ["compare", "--rows", "2"]),
     (_function_of_another_opset, ["convert", "--fp16", "-o", "{out}"]),
-], ids=["serde-list", "serde-strip", "serde-fuse", "serde-compare", "inline", "inline-compare", "inline-fp16"])
+], ids=["twice-inline", "undefined-list", "undefined-inline", "undefined-fuse", "undefined-strip", "serde-list", "serde-strip", "serde-fuse", "serde-compare", "inline", "inline-compare", "inline-fp16"])
 def test_what_onnx_ir_refuses_is_one_error(cli, tmp_path, make, argv):
     """Kind 2: onnx-ir's SerdeError and the inliner's ValueError reached the user as internal errors."""
     path = tmp_path / "m.onnx"
     onnx.save(make(), path)
     command, rest = argv[0], [a.replace("{out}", str(tmp_path / "o.onnx")) for a in argv[1:]]
     words = [command] + ([rest.pop(0)] if command in ("functions", "stats") else [])
-    _one_line_error(cli(*words, str(path), *rest))
+    done = cli(*words, str(path), *rest)
+    _one_line_error(done)
+    if make is _undefined_in_a_function:
+        assert "reads 'ghost', which no node, input or initializer defines" in done.stderr
+    if make is _function_defined_twice:
+        assert "defines the model-local function 'local:Bad' twice" in done.stderr
+    assert not (tmp_path / "o.onnx").exists()
 
 
 def _nested_metadata(depth: int = 100_000) -> onnx.ModelProto:

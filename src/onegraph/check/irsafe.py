@@ -11,6 +11,7 @@ model that came from a file goes through here, so a bad file is one :class:`~one
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from onegraph.errors import ModelFileError, PassError
@@ -26,12 +27,39 @@ def _reason(exc: BaseException) -> str:
     return text[:400]
 
 
+class _Undefined(logging.Handler):
+    """Collects onnx-ir's "Input 'x' of node 'n' (...) cannot be found in any scope" warnings: it reads such a
+    model anyway (a new value "so that it can be fixed later") and logs a line the command line would print
+    beside its own."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.found: list[tuple[str, str, str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "cannot be found in any scope" in str(record.msg) and len(record.args or ()) >= 4:
+            value, node, _, op_type = record.args[:4]
+            self.found.append((str(value), str(node), str(op_type)))
+
+
 def from_proto(proto: Any, what: str = "the model") -> Any:
-    """``onnx_ir.from_proto(proto)``; :class:`ModelFileError` naming ``what`` when onnx-ir refuses it."""
+    """``onnx_ir.from_proto(proto)``; :class:`ModelFileError` naming ``what`` when onnx-ir refuses it, or
+    when a node reads a value nothing defines (onnx-ir would read it as a new, unset value)."""
     import onnx_ir as ir
 
+    seen: set[tuple[str, str, str]] = set()
+    for f in getattr(proto, "functions", ()):  # onnx-ir keeps the last of two: a silent choice of body
+        key = (f.domain, f.name, getattr(f, "overload", ""))
+        if key in seen:
+            raise ModelFileError(f"{what} is invalid: it defines the model-local function "
+                                 f"{':'.join(k for k in key if k)!r} twice", hint="`onegraph check` lists every finding")
+        seen.add(key)
+    log = logging.getLogger("onnx_ir")
+    handler, propagate = _Undefined(), log.propagate
+    log.addHandler(handler)
+    log.propagate = False  # its other warnings, about the same value, are this error too
     try:
-        return ir.from_proto(proto)
+        model = ir.from_proto(proto)
     except RecursionError:
         raise ModelFileError(f"{what} nests subgraphs too deeply to be read") from None
     except Exception as exc:  # SerdeError, or what its deserializers raise on odd messages
@@ -43,6 +71,14 @@ def from_proto(proto: Any, what: str = "the model") -> Any:
                                       "a probabilities tensor") from None
         raise ModelFileError(f"{what} cannot be read as a graph: {_reason(exc)}",
                              hint="check it with `onegraph check`") from None
+    finally:
+        log.removeHandler(handler)
+        log.propagate = propagate
+    if handler.found:
+        value, node, op_type = handler.found[0]
+        raise ModelFileError(f"{what} is invalid: node {node or '(unnamed)'!r} ({op_type}) reads {value!r}, which no "
+                             "node, input or initializer defines", hint="`onegraph check` lists every finding")
+    return model
 
 
 def _map_typed(proto: Any) -> str | None:
