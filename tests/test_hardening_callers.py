@@ -76,7 +76,19 @@ def _function_defined_twice() -> onnx.ModelProto:
     return model
 
 
+def _mixed_types() -> onnx.ModelProto:
+    """float + double in one Add: invalid (the checker's shape inference refuses it), which inline and fuse
+    reported as their result failing the checker, "report this model to onegraph"."""
+    g = helper.make_graph([helper.make_node("Add", ["x", "d"], ["y"])], "mix",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]),
+                           helper.make_tensor_value_info("d", TensorProto.DOUBLE, [2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=9)
+
+
 @pytest.mark.parametrize("make,argv", [
+    (_mixed_types, ["functions", "inline", "-o", "{out}"]),
+    (_mixed_types, ["fuse", "-o", "{out}"]),
     (_function_defined_twice, ["functions", "inline", "-o", "{out}"]),
     (_undefined_in_a_function, ["functions", "list"]),
     (_undefined_in_a_function, ["functions", "inline", "-o", "{out}"]),
@@ -89,7 +101,7 @@ def _function_defined_twice() -> onnx.ModelProto:
     (_function_of_another_opset, ["functions", "inline", "-o", "{out}"]),
     (_function_of_another_opset, ["compare", "--rows", "2"]),
     (_function_of_another_opset, ["convert", "--fp16", "-o", "{out}"]),
-], ids=["twice-inline", "undefined-list", "undefined-inline", "undefined-fuse", "undefined-strip", "serde-list", "serde-strip", "serde-fuse", "serde-compare", "inline", "inline-compare", "inline-fp16"])
+], ids=["invalid-inline", "invalid-fuse", "twice-inline", "undefined-list", "undefined-inline", "undefined-fuse", "undefined-strip", "serde-list", "serde-strip", "serde-fuse", "serde-compare", "inline", "inline-compare", "inline-fp16"])
 def test_what_onnx_ir_refuses_is_one_error(cli, tmp_path, make, argv):
     """Kind 2: onnx-ir's SerdeError and the inliner's ValueError reached the user as internal errors."""
     path = tmp_path / "m.onnx"
@@ -100,6 +112,8 @@ def test_what_onnx_ir_refuses_is_one_error(cli, tmp_path, make, argv):
     _one_line_error(done)
     if make is _undefined_in_a_function:
         assert "reads 'ghost', which no node, input or initializer defines" in done.stderr
+    if make is _mixed_types:  # the input is at fault, not the result
+        assert f"model file {path} does not pass the ONNX checker" in done.stderr and "report" not in done.stderr
     if make is _function_defined_twice:
         assert "defines the model-local function 'local:Bad' twice" in done.stderr
     assert not (tmp_path / "o.onnx").exists()

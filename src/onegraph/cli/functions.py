@@ -34,10 +34,28 @@ def _transform(model: Path, output: Path, change: Callable) -> object:
     except native.NativeCrash:
         raise
     except Exception as exc:  # the checker raises ValidationError / InferenceError
-        raise OnegraphError(f"the result does not pass the ONNX checker: {exc}",
+        reason = " ".join(str(exc).split()).rstrip(".")
+        if _fails_checker(model):  # the input's own fault, which the change only carried over
+            raise OnegraphError(f"model file {model} does not pass the ONNX checker: {reason}",
+                                hint=f"`onegraph check {model}` lists every finding; nothing was written") from None
+        raise OnegraphError(f"the result does not pass the ONNX checker: {reason}",
                             hint="report this model to onegraph; nothing was written") from None
     save_model(proto, output)
     return result
+
+
+def _fails_checker(model: Path) -> bool:
+    """Whether the input model itself fails onnx's full check (run in the checking process)."""
+    from onegraph.check import native
+    from onegraph.check.loader import load_model
+
+    try:
+        native.check_model(load_model(model), full_check=True)
+    except native.NativeCrash:
+        raise
+    except Exception:  # noqa: BLE001 - any checker verdict: the input fails
+        return True
+    return False
 
 
 @functions_app.command("list")
