@@ -148,6 +148,16 @@ def test_ensembles_refuse_models_that_do_not_combine():
             Ensemble("weighted", weights)
     with pytest.raises(ExportError, match="applies to the answer"):
         onegraph.compose(pre, {"lr": lr, "rf": rf}, frame, post=[TopK(2)])
+    # the user's report: classes given in another order than the models' own relabelled every column, and
+    # --check passed; they are for models that do not name theirs, and must agree with those that do
+    shuffled = [lr.classes_[2], lr.classes_[0], lr.classes_[1]]
+    with pytest.raises(ExportError, match=r"classes given \(Gentoo, Adelie, Chinstrap\) are not model 'lr''s own"):
+        onegraph.compose(pre, {"lr": lr, "rf": rf}, frame, ensemble=Ensemble("mean", classes=shuffled))
+    same = onegraph.score(onegraph.compose(pre, {"lr": lr, "rf": rf}, frame,
+                                           ensemble=Ensemble("mean", classes=list(lr.classes_))), frame)
+    assert (same["label"] == same["lr.label"]).mean() > 0.9
+    np.testing.assert_allclose(_proba(same, "", lr.classes_),
+                               (lr.predict_proba(x) + rf.predict_proba(x)) / 2, rtol=1e-12, atol=1e-12)
 
 
 def test_a_voting_ensemble_of_whole_pipelines_composes_without_a_shared_preprocessing():

@@ -136,6 +136,16 @@ class Ensemble:
         classes = list(self.classes) if self.classes is not None else list(first.classes)
         if first.classes is not None and len(classes) != len(first.classes):
             raise ExportError(f"the ensemble has {len(classes)} classes, model {first_name!r} {len(first.classes)}")
+        if first.classes is not None and self.classes is not None and not self.encoded:
+            # given classes are for models that do not name theirs: a different order would relabel every column
+            # (encoded models predict indices 0..k-1 into the classes given: those name what the indices mean)
+            if [str(c) for c in classes] != [str(c) for c in first.classes]:
+                raise ExportError(f"the classes given ({', '.join(map(str, classes))}) are not model "
+                                  f"{first_name!r}'s own, in its probabilities' column order "
+                                  f"({', '.join(map(str, first.classes))})",
+                                  hint="leave the classes out: the models name theirs (--classes / classes= is for "
+                                       "models that do not)")
+            classes = list(first.classes)  # the model's own values (ints stay ints where the text was given)
         return task, classes
 
     def _weights(self, n: int) -> np.ndarray:
