@@ -220,3 +220,22 @@ def test_a_softmax_output_not_named_probabilities_takes_part_in_an_ensemble(tmp_
     expected = (softmax(x @ weights[0]) + softmax(x @ weights[1])) / 2
     got = onegraph.score(tmp_path / "mean.onnx", cars)[[f"probabilities_{c}" for c in ("USA", "Europe", "Japan")]]
     np.testing.assert_allclose(got.to_numpy(float), expected, rtol=1e-12, atol=1e-15)
+
+
+def test_the_python_api_never_writes_over_a_member_models_file(files):
+    """The user's report: ``compose(pre, {"lr": OnnxModel("lr.onnx")}, sample, path="lr.onnx")`` returned and
+    replaced lr.onnx with the composed model (the CLI refused it). Both Python entries refuse, before the work."""
+    from onegraph.export import OnnxModel
+
+    folder, _ = files
+    frame, y, pre, x = penguins()
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    target = folder / "lr.onnx"
+    said = f"cannot write {target}: it is the input {target}, which would be replaced"
+    with pytest.raises(onegraph.errors.OnegraphError, match=said):
+        onegraph.compose(pre, {"lr": OnnxModel(target)}, frame, path=target)
+    with pytest.raises(onegraph.errors.OnegraphError, match=said):
+        onegraph.compose(pre, {"lr": target}, frame, path=target)
+    with pytest.raises(onegraph.errors.OnegraphError, match=said):
+        compose_models([folder / "pre.onnx", target], sample=frame, path=target)
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before

@@ -46,7 +46,7 @@ from onegraph.export.combine import (
 from onegraph.export.ensemble import Ensemble
 from onegraph.export.members import feature_matrix, table_pipelines
 from onegraph.export.postprocess import PostStep
-from onegraph.export.sources import column_key, input_columns
+from onegraph.export.sources import column_key, input_columns, model_files
 from onegraph.verify.parity import outputs_parity
 
 __all__ = ["compose", "reference_outputs"]
@@ -101,14 +101,14 @@ def compose(preprocessing: Any, models: Any, sample: Any, *, ensemble: Ensemble 
     ParityError
         when an output differs from the source libraries on ``sample``.
     """
-    if path is not None:  # before the export's work
+    named, ensemble = named_models(models, ensemble)
+    if path is not None:  # before the export's work; a member model's file is never replaced
         from onegraph.io import check_output_path
 
-        check_output_path(path, model=True)
+        check_output_path(path, model=True, inputs=model_files([preprocessing, *named.values()]))
     frame = as_pandas(sample)
     if len(frame) == 0:
         raise ExportError("the sample has no rows", hint="give at least one row (more make a better parity check)")
-    named, ensemble = named_models(models, ensemble)
     adapters = {n: adapt(m) for n, m in named.items()}
     seq = _sequence(sequence)
     first = next(iter(adapters.values()))

@@ -232,6 +232,11 @@ def compose_models(models: Sequence[Any], *, names: Sequence[str] | None = None,
     ParityError
         when the merged model's outputs differ from the chained sessions' on ``sample``.
     """
+    if path is not None:  # before the merge's work; none of the models' files is replaced
+        from onegraph.export.sources import model_files
+        from onegraph.io import check_output_path
+
+        check_output_path(path, model=True, inputs=model_files(models))
     from onegraph.export.adapters.onnx_graph import splice
 
     if not models:

@@ -5,7 +5,8 @@ compares the graph with)."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+import os
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,7 @@ __all__ = [
     "flattened",
     "input_columns",
     "is_predictor",
+    "model_files",
     "split_pipeline",
     "wrapper_inside",
 ]
@@ -317,3 +319,15 @@ def _columns(x: Any) -> list[Any]:
         return [x.iloc[:, j] for j in range(x.shape[1])]
     arr = np.asarray(x)
     return [arr[:, j] for j in range(arr.shape[1])]
+
+
+def model_files(objects: Sequence[Any]) -> list[Any]:
+    """The files among ``objects``: paths, and the paths an :class:`OnnxModel` was read from."""
+    from onegraph.export.adapters.onnx_file import OnnxModel
+
+    files = []
+    for obj in objects:
+        source = obj.model if isinstance(obj, OnnxModel) else obj
+        if isinstance(source, (str, os.PathLike)):
+            files.append(source)
+    return files
