@@ -239,3 +239,22 @@ def test_the_python_api_never_writes_over_a_member_models_file(files):
     with pytest.raises(onegraph.errors.OnegraphError, match=said):
         compose_models([folder / "pre.onnx", target], sample=frame, path=target)
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+
+
+def test_a_model_file_with_a_fixed_batch_is_refused_naming_its_input(tmp_path):
+    """torch.onnx.export without dynamic axes writes ``x: [2, 4]``: compose reached onnxruntime with the
+    sample's rows and raised its InvalidArgument ("Got invalid dimensions for input: x"), not an onegraph error."""
+    from onnx import TensorProto as T
+    from onnx import helper, numpy_helper
+
+    from onegraph.export import OnnxModel
+
+    w = numpy_helper.from_array(np.ones((4, 3), np.float32), "w")
+    graph = helper.make_graph([helper.make_node("MatMul", ["x", "w"], ["logits"]),
+                               helper.make_node("Softmax", ["logits"], ["y"], axis=-1)], "fixed",
+                              [helper.make_tensor_value_info("x", T.FLOAT, [2, 4])],
+                              [helper.make_tensor_value_info("y", T.FLOAT, [2, 3])], [w])
+    path = tmp_path / "mlp.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
+    with pytest.raises(ExportError, match=r"input 'x' takes a fixed batch of 2 row\(s\).*dynamic batch axis"):
+        OnnxModel(path, classes=[0, 1, 2])

@@ -63,6 +63,11 @@ class OnnxModel(Adapter):
         if len(dims) not in (2, 3):
             raise ExportError(f"ONNX model {self.source}: input {self.input_name!r} has rank {len(dims)}",
                               hint="a model input is [N, width] or [N, steps, width]")
+        if dims[0] is not None:  # onnxruntime refuses any other number of rows, sample and scoring alike
+            raise ExportError(f"ONNX model {self.source}: input {self.input_name!r} takes a fixed batch of "
+                              f"{dims[0]} row(s) ({dims}); a composed model scores any number of rows",
+                              hint="export it with a dynamic batch axis (torch.onnx.export(..., dynamic_axes="
+                                   f"{{{self.input_name!r}: {{0: 'batch'}}}}), or dynamic_shapes with dynamo)")
         self.consumes = Consumes(_FLOATS[inputs[0].type.tensor_type.elem_type], dims[-1],
                                  dims[1] if len(dims) == 3 else None)
         self.roles = self._roles(classes, outputs)
