@@ -119,3 +119,27 @@ def test_set_refuses_removing_an_absent_key_and_a_future_schema_version(run, mod
     assert run("set", str(model), "author=Ada", "-o", str(authored)).returncode == 0
     result = run("set", str(authored), "--remove", "author", f"meta_version={SCHEMA_VERSION}", "-o", str(out))
     assert result.returncode == 0 and "author" not in read_metadata(out).fields
+
+
+def test_classes_that_are_not_one_per_probability_column_are_refused(run, model, tmp_path):
+    """The user's report: ``meta set outputs=`` with 2 classes for the [N, 3] probabilities passed set, validate
+    and check, and ``score`` silently dropped the third class's column. set refuses it; a model carrying it
+    (written by another tool) is named by validate and refused by score."""
+    import onnx
+
+    entries = json.loads(next(p.value for p in onnx.load(model).metadata_props if p.key == "org.onegraph.outputs"))
+    probabilities = next(e for e in entries if e["role"] == "probabilities")
+    probabilities["classes"] = probabilities["classes"][:2]
+    value = "outputs=" + json.dumps(entries)
+    result = run("set", str(model), value, "-o", str(tmp_path / "two.onnx"))
+    said = "entry 'probabilities' names 2 classes but the graph's output has 3 columns"
+    assert result.returncode == 1 and said in result.stderr and not (tmp_path / "two.onnx").exists()
+    proto = onnx.load(model)
+    for p in proto.metadata_props:
+        if p.key == "org.onegraph.outputs":
+            p.value = json.dumps(entries)
+    onnx.save(proto, tmp_path / "two.onnx")
+    result = run("validate", str(tmp_path / "two.onnx"))
+    assert result.returncode == 1 and said in result.stdout + result.stderr
+    with pytest.raises(onegraph.errors.ModelFileError, match=said):
+        onegraph.Session(tmp_path / "two.onnx")

@@ -69,7 +69,7 @@ __all__ = ["PREFIX", "SCHEMA_VERSION", "STANDARD_KEYS", "OutputSchema", "Trainin
            "TransferLearning", "PrecisionRegion", "Precision", "ComposedModel", "EnsembleSchema",
            "SequenceSchema", "SequenceSpec", "FederatedRound", "Federated", "ModelMetadata", "FIELDS",
            "MAX_DEPTH", "validate", "encode", "decode", "Metadata", "read", "against_graph", "input_problems",
-           "output_problems", "internal_inputs", "now_rfc3339"]
+           "output_problems", "output_widths", "internal_inputs", "now_rfc3339"]
 
 PREFIX = "org.onegraph."
 SCHEMA_VERSION = 2
@@ -557,12 +557,14 @@ def input_problems(entries: Sequence[Mapping[str, Any]], graph_inputs: Mapping[s
     return []
 
 
-def output_problems(entries: Sequence[Mapping[str, Any]], graph_outputs: Sequence[str]) -> list[str]:
-    """What the decoded ``outputs`` entries say that the graph (its output names ``graph_outputs``)
-    contradicts: an entry naming an output the graph does not have, a graph output no entry describes
-    (``outputs=[]`` set by hand would score ``probabilities`` without its class names, and a missing entry
-    drops the output from the scores) other than the check outputs, which their names describe
-    (:func:`onegraph.contract.outputs.check_entry`)."""
+def output_problems(entries: Sequence[Mapping[str, Any]], graph_outputs: Sequence[str],
+                    widths: Mapping[str, int | None] | None = None) -> list[str]:
+    """What the decoded ``outputs`` entries say that the graph (its output names ``graph_outputs``; ``widths``:
+    the fixed last dimension of each 2-D output, where the graph gives one) contradicts: an entry naming an
+    output the graph does not have, a graph output no entry describes (``outputs=[]`` set by hand would score
+    ``probabilities`` without its class names, and a missing entry drops the output from the scores) other than
+    the check outputs, which their names describe (:func:`onegraph.contract.outputs.check_entry`), and
+    ``probabilities`` whose ``classes`` are not one per column (the scores would drop or misname columns)."""
     have = set(graph_outputs)
     absent = [e["name"] for e in entries if e["name"] not in have]
     if absent:
@@ -571,7 +573,18 @@ def output_problems(entries: Sequence[Mapping[str, Any]], graph_outputs: Sequenc
     undescribed = [n for n in graph_outputs if n not in described and check_entry(n) is None]
     if undescribed:
         return [f"does not describe the graph's output(s) {undescribed[:5]} (one entry per output)"]
+    for e in entries:
+        width = (widths or {}).get(e["name"])
+        classes = e.get("classes")
+        if e.get("role") == "probabilities" and isinstance(classes, list) and width and len(classes) != width:
+            return [f"entry {e['name']!r} names {len(classes)} classes but the graph's output has {width} columns"]
     return []
+
+
+def output_widths(shapes: Mapping[str, Sequence[Any]]) -> dict[str, int | None]:
+    """The fixed last dimension of each 2-D output of ``shapes`` (name -> dims, an int where fixed), else None."""
+    return {name: dims[-1] if len(dims) == 2 and isinstance(dims[-1], int) and dims[-1] > 0 else None
+            for name, dims in shapes.items()}
 
 
 def against_graph(graph: Any, fields: Mapping[str, Any]) -> list[MetadataError]:
@@ -594,7 +607,9 @@ def against_graph(graph: Any, fields: Mapping[str, Any]) -> list[MetadataError]:
                      for p in input_problems(fields["inputs"], types, internal_inputs(fields))]
     if isinstance(fields.get("outputs"), list):
         problems += [MetadataError(PREFIX + "outputs", p)
-                     for p in output_problems(fields["outputs"], [o.name for o in graph.output])]
+                     for p in output_problems(fields["outputs"], [o.name for o in graph.output], output_widths(
+                         {o.name: [d.dim_value if d.HasField("dim_value") else None for d in o.type.tensor_type.shape.dim]
+                          for o in graph.output if o.type.HasField("tensor_type")}))]
     initializers = {t.name for t in graph.initializer}
     tl = fields.get("transfer_learning")
     if isinstance(tl, dict):

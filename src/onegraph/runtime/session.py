@@ -110,7 +110,8 @@ class Session:
         if "outputs" in fields:
             described_names = {o["name"] for o in fields["outputs"]}
             problems = meta.output_problems(fields["outputs"], [n for n in ort_outputs if n in described_names]
-                                            if extra_outputs else ort_outputs)
+                                            if extra_outputs else ort_outputs, meta.output_widths(
+                                                {o.name: o.shape for o in self._session.get_outputs()}))
             if problems:
                 raise ModelFileError(f"the model's metadata (org.onegraph.outputs) {problems[0]}",
                                      hint=_fix_metadata("outputs"))
