@@ -247,3 +247,34 @@ def test_usage_errors_are_one_line_on_every_command(cli, argv):
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), done.stderr
     assert "--help`)" in lines[0]
+
+
+def test_misused_python_functions_raise_onegraph_errors_naming_the_argument(tmp_path):
+    """The user's report: the Python API let AttributeError / TypeError / ValueError / FileNotFoundError out for
+    simple misuse (a path to a pass that rewrites an onnx_ir.Model, a rule given as one string, bins=0, a
+    missing file for model_hash, no statistics to annotate)."""
+    import onnx_ir as ir
+
+    from onegraph import meta, passes, stats
+    from onegraph.errors import ConfigError, ModelFileError, PassError
+
+    path = tmp_path / "m.onnx"
+    model = _mixed_types()
+    model.graph.input[1].type.tensor_type.elem_type = TensorProto.FLOAT  # valid now
+    onnx.save(model, path)
+    for call in (lambda: passes.fuse(str(path)), lambda: passes.fuse(onnx.load(path)),
+                 lambda: passes.inline(str(path)), lambda: passes.list_functions(str(path)),
+                 lambda: passes.group_functions(onnx.load(path))):
+        with pytest.raises(PassError, match=r"rewrites an onnx_ir.Model in place, not a (str|ModelProto).*load_ir"):
+            call()
+    assert passes.fuse(ir.load(path), rules="layer_norm") == {"layer_norm": 0}  # one family, not its letters
+    feeds = {"x": np.ones((4, 2), np.float32), "d": np.ones((4, 2), np.float32)}
+    for option, words in (({"bins": 0}, "bins=0 is not a whole number >= 2"),
+                          ({"sketch_k": 0}, "sketch_k=0 is not a whole number >= 8"),
+                          ({"sketch_k": 70_000}, "more than 65535")):
+        with pytest.raises(ConfigError, match=words):
+            stats.calibrate(path, feeds, **option)
+    with pytest.raises(ModelFileError, match="does not exist"):
+        meta.model_hash(tmp_path / "nope.onnx")
+    with pytest.raises(ConfigError, match="stats is a NoneType, not a mapping"):
+        stats.annotate(path, None)

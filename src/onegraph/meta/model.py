@@ -26,7 +26,7 @@ from onegraph.contract.metadata import (
     read,
     validate,
 )
-from onegraph.errors import MetadataError
+from onegraph.errors import MetadataError, ModelFileError
 
 __all__ = ["read_metadata", "set_metadata", "diff", "model_hash", "table_hash", "jsonable_params",
            "qualified_name", "dtypes_in_use", "source_library"]
@@ -152,8 +152,13 @@ def model_hash(model: Any) -> str:
     """``sha256:<hex>`` of a model file's bytes (or of a ModelProto's serialization): what ``lineage.parent``
     holds for a child model."""
     if isinstance(model, (str, os.PathLike)):
-        with open(model, "rb") as f:
-            digest = hashlib.file_digest(f, "sha256")
+        try:
+            with open(model, "rb") as f:
+                digest = hashlib.file_digest(f, "sha256")
+        except FileNotFoundError:
+            raise ModelFileError(f"model file {model} does not exist", hint="check the path") from None
+        except OSError as exc:  # a folder, no permission
+            raise ModelFileError(f"model file {model} cannot be read: {exc.strerror}", hint="check the path") from None
         return f"sha256:{digest.hexdigest()}"
     data = model.SerializeToString() if isinstance(model, onnx.ModelProto) else bytes(model)
     return f"sha256:{hashlib.sha256(data).hexdigest()}"

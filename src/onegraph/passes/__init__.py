@@ -20,6 +20,7 @@ import onnx_ir as ir
 
 from onegraph.errors import PassError
 from onegraph.passes._gc import paused
+from onegraph.passes._model import require_ir
 from onegraph.passes.functions import (
     FunctionInfo,
     GroupFunctionsPass,
@@ -87,8 +88,9 @@ def group_functions(model: ir.Model, by: str = "metadata", **options: Any) -> li
     GroupingError
         for a non-convex or partly overlapping group, or an unknown node (each named).
     PassError
-        for an unknown ``by``.
+        for an unknown ``by``, or a model that is not an ``onnx_ir.Model``.
     """
+    require_ir(model, "group_functions")
     with paused():
         return group(model, select_groups(model.graph, by, **options))
 

@@ -485,6 +485,11 @@ def inline(model: ir.Model, only: Iterable[str | tuple[str, ...]] | None = None)
     PassError
         when a pattern of ``only`` matches no function of the model (naming it and the functions there are).
     """
+    from onegraph.passes._model import require_ir
+
+    require_ir(model, "inline")
+    if isinstance(only, str):  # one pattern, not its letters
+        only = [only]
     selector = function_selector(only)
     if only is not None:
         for item in only:
@@ -596,7 +601,9 @@ def call_counts(model: ir.Model) -> dict[FunctionId, int]:
 
 def list_functions(model: ir.Model) -> list[FunctionInfo]:
     """The model-local functions of ``model`` with their call counts and body sizes, in model order."""
-    counts = call_counts(model)
+    from onegraph.passes._model import require_ir
+
+    counts = call_counts(require_ir(model, "list_functions"))
     out = []
     for ident, f in model.functions.items():
         size = sum(1 for _ in ir.traversal.RecursiveGraphIterator(f.graph))

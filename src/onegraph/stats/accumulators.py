@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from onegraph.errors import DataError
+from onegraph.errors import ConfigError, DataError, whole_number
 
 __all__ = ["QUANTILE_PROBS", "TUKEY_KS", "Histogram", "OutlierCount", "ChannelStats", "TensorStats",
            "TensorAccumulator", "merge_all"]
@@ -183,10 +183,15 @@ class TensorAccumulator:
                  seed: int | None = None) -> None:
         import datasketches
 
-        if bins < 2:
-            raise ValueError("bins must be at least 2")
+        bins = whole_number("bins", bins, 2, hint="give bins >= 2, e.g. 1024")
+        # datasketches' KLL takes 8 <= k <= 65535 and says so in its own words, naming no parameter
+        sketch_k = whole_number("sketch_k", sketch_k, 8, hint="give sketch_k from 8 to 65535, e.g. 200")
+        if sketch_k > 65535:
+            raise ConfigError(f"sketch_k={sketch_k} is more than 65535, the largest k of the KLL sketch",
+                              hint="give sketch_k from 8 to 65535, e.g. 200")
         if sketch_rate not in _RATES:
-            raise ValueError("sketch_rate must be 1 or a power of two down to 1/256")
+            raise ConfigError(f"sketch_rate={sketch_rate!r} is not 1 or a power of two down to 1/256",
+                              hint="give sketch_rate as 1, 1/2, 1/4 ... 1/256")
         self.sketch_rate = float(sketch_rate)
         self._rng = np.random.default_rng(seed)
         self.name = name

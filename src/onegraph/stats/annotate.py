@@ -62,7 +62,7 @@ from pydantic import ValidationError
 
 from onegraph.check import irsafe
 from onegraph.check.loader import load_ir, load_model
-from onegraph.errors import OnegraphError
+from onegraph.errors import ConfigError, OnegraphError
 from onegraph.stats.accumulators import (
     ChannelStats,
     Histogram,
@@ -267,7 +267,21 @@ def _ir_model(model: Any) -> ir.Model:
 def annotate(model: Any, stats: Mapping[str, TensorStats], qparams: Mapping[str, QuantParams] | None = None,
              references: Mapping[str, tuple[str, str | None, dict]] | None = None) -> onnx.ModelProto:
     """A copy of ``model`` (path, bytes, ModelProto or onnx_ir.Model) carrying ``stats`` and ``qparams``
-    (see :class:`AnnotateStatsPass`); the input is not modified."""
+    (see :class:`AnnotateStatsPass`); the input is not modified.
+
+    Raises
+    ------
+    ConfigError
+        when ``stats`` is not a mapping of tensor names to :class:`TensorStats` (or ``qparams`` not one of
+        :class:`QuantParams`).
+    """
+    for name, given, kind in (("stats", stats, TensorStats), ("qparams", qparams, QuantParams)):
+        if given is None and name == "qparams":
+            continue
+        if not isinstance(given, Mapping) or not all(isinstance(v, kind) for v in given.values()):
+            raise ConfigError(f"{name} is a {type(given).__name__}, not a mapping of tensor names to "
+                              f"{kind.__name__}", hint="compute them with onegraph.stats.calibrate(model, data).stats(), or "
+                              "annotate in one step with onegraph.stats.annotate_model(model, data)")
     ir_model = irsafe.from_proto(irsafe.to_proto(model)) if isinstance(model, ir.Model) else _ir_model(model)
     AnnotateStatsPass(stats, qparams, references)(ir_model)
     return irsafe.to_proto(ir_model)

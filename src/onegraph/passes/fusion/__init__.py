@@ -82,6 +82,11 @@ def fuse(model: ir.Model, rules: Iterable[str] | None = None, *, as_functions: b
     PassError
         for an unknown rule name, or an empty ``rules`` (a name given twice counts once).
     """
+    from onegraph.passes._model import require_ir
+
+    require_ir(model, "fuse")
+    if isinstance(rules, str):  # one family by name, not its letters
+        rules = [rules]
     known = families()
     # a family named twice would run twice, its second (empty) pass overwriting the counts of the first
     names = list(known) if rules is None else list(dict.fromkeys(rules))
