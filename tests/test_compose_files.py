@@ -258,3 +258,12 @@ def test_a_model_file_with_a_fixed_batch_is_refused_naming_its_input(tmp_path):
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
     with pytest.raises(ExportError, match=r"input 'x' takes a fixed batch of 2 row\(s\).*dynamic batch axis"):
         OnnxModel(path, classes=[0, 1, 2])
+
+
+def test_a_first_model_taking_a_matrix_is_named_as_first(files):
+    """A skl2onnx model taking a feature matrix, given first: the error advised putting a preprocessing-only
+    model before it, which the user had done (a skl2onnx scaler is one, and takes a matrix too)."""
+    folder, _ = files
+    with pytest.raises(ExportError, match=r"model 'lr' takes a feature matrix .* and comes first") as info:
+        compose_models([folder / "lr.onnx", folder / "rf.onnx"])
+    assert "the table's columns" in str(info.value)

@@ -211,4 +211,4 @@ def fuse(
     for key, n in counts.items():  # type: ignore[attr-defined]
         table.add_row(key, str(n))
     out.print(table)
-    err.print(f"wrote {output}")
+    out.print(f"wrote {output}")  # on stdout, as every other command's

@@ -68,7 +68,7 @@ def calibrate(
                        ] = None,
     batch_size: Annotated[int, typer.Option(help="Samples per onnxruntime call.")] = 256,
     channel_axis: Annotated[int, typer.Option(help="Axis of per-channel statistics.")] = 1,
-    top: Annotated[int, typer.Option(help="Rows of the terminal tables.")] = 10,
+    top: Annotated[int, typer.Option(min=1, help="Rows of the terminal tables.")] = 10,
 ) -> None:
     """Run MODEL over DATA in onnxruntime, write every float tensor's statistics and quantization
     parameters into a copy of the model (-o), print the widest ranges, NaN/inf and outlier-heavy tensors."""
@@ -92,6 +92,11 @@ def calibrate(
               + (f", {quant_type} {method} scale / zero point for {len(qparams)}" if qparams else ""))
     for name, why in calibration.skipped.items():
         err.print(f"note: tensor {name!r} not observed: {why}")
+    empty = [name for name, st in stats.items() if st.count == 0]
+    if empty and quant_type != "none":  # no range to quantize: no scale, which the count above shows
+        err.print(f"warning: {len(empty)} of {len(stats)} tensor(s) hold no finite value on the data ("
+                  f"{', '.join(map(repr, empty[:5]))}{', ...' if len(empty) > 5 else ''}): they get no scale / zero "
+                  "point; calibrate on rows without NaN / inf", markup=False)
     if report is not None:
         index = write_html(stats, report, title=f"tensor statistics of {model.name}", qparams=qparams)
         out.print(f"report {index}")

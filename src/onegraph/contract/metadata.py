@@ -151,7 +151,7 @@ class TransferLearning(_Entry):
     def _disjoint(self) -> TransferLearning:
         both = sorted(set(self.frozen) & set(self.trainable))
         if both:
-            raise ValueError(f"parameters both frozen and trainable: {both[:5]}")
+            raise ValueError(f"parameters both frozen and trainable: {_listed(both)}")
         return self
 
 
@@ -542,11 +542,11 @@ def input_problems(entries: Sequence[Mapping[str, Any]], graph_inputs: Mapping[s
     ones (:func:`internal_inputs`)."""
     absent = [e["name"] for e in entries if e["name"] not in graph_inputs]
     if absent:
-        return [f"names inputs the graph does not have: {absent[:5]}"]
+        return [f"names inputs the graph does not have: {_listed(absent)}"]
     described = {e["name"] for e in entries} | set(internal)
     undescribed = [name for name in graph_inputs if name not in described]
     if undescribed:
-        return [f"does not describe the graph's input(s) {undescribed[:5]} (one entry per input)"]
+        return [f"does not describe the graph's input(s) {_listed(undescribed)} (one entry per input)"]
     for e in entries:
         kind, onnx_type, actual = e.get("kind"), e.get("onnx_type"), graph_inputs[e["name"]]
         if actual is not None and onnx_type != actual:
@@ -555,6 +555,12 @@ def input_problems(entries: Sequence[Mapping[str, Any]], graph_inputs: Mapping[s
             return [f"entry {e['name']!r}: kind {kind!r} cannot be fed as onnx_type {onnx_type!r} (it takes "
                     f"{' or '.join(sorted(_KINDS_OF[onnx_type]))})"]
     return []
+
+
+def _listed(names: Sequence[Any], shown: int = 5) -> str:
+    """``['a', 'b'] and 2 more``: the first ``shown`` of ``names``, and how many were left out."""
+    more = len(names) - shown
+    return f"{list(names[:shown])}" + (f" and {more} more" if more > 0 else "")
 
 
 def output_problems(entries: Sequence[Mapping[str, Any]], graph_outputs: Sequence[str],
@@ -568,11 +574,11 @@ def output_problems(entries: Sequence[Mapping[str, Any]], graph_outputs: Sequenc
     have = set(graph_outputs)
     absent = [e["name"] for e in entries if e["name"] not in have]
     if absent:
-        return [f"names outputs the graph does not have: {absent[:5]}"]
+        return [f"names outputs the graph does not have: {_listed(absent)}"]
     described = {e["name"] for e in entries}
     undescribed = [n for n in graph_outputs if n not in described and check_entry(n) is None]
     if undescribed:
-        return [f"does not describe the graph's output(s) {undescribed[:5]} (one entry per output)"]
+        return [f"does not describe the graph's output(s) {_listed(undescribed)} (one entry per output)"]
     for e in entries:
         width = (widths or {}).get(e["name"])
         classes = e.get("classes")
@@ -597,7 +603,7 @@ def against_graph(graph: Any, fields: Mapping[str, Any]) -> list[MetadataError]:
     def missing(key: str, names: Sequence[str], have: set[str], what: str) -> None:
         absent = [n for n in names if n not in have]
         if absent:
-            problems.append(MetadataError(PREFIX + key, f"names {what} the graph does not have: {absent[:5]}"))
+            problems.append(MetadataError(PREFIX + key, f"names {what} the graph does not have: {_listed(absent)}"))
 
     if isinstance(fields.get("inputs"), list):
         constants = {t.name for t in graph.initializer}  # IR < 4 lists initializers among the inputs

@@ -186,8 +186,14 @@ def plan(models: Sequence[Any], names: Sequence[str] | None = None) -> list[Part
             continue
         producer = next((q for q in reversed(parts[:i]) if q.is_preprocessing), None)
         if producer is None:
+            if i == 0:  # the first model: nothing before it, whatever it is (a skl2onnx scaler takes a matrix too)
+                raise ExportError(f"model {p.name!r} takes a feature matrix ({p.matrix[0]!r}), not the table's "
+                                  "columns, and comes first: nothing gives it that matrix",
+                                  hint="start with a preprocessing that takes the table's columns (one input per "
+                                       "column, e.g. one onegraph built), then the models that take its matrix")
             raise ExportError(f"model {p.name!r} takes a feature matrix ({p.matrix[0]!r}) and no preprocessing "
-                              "before it gives one", hint="put a preprocessing-only model before it")
+                              "before it gives one", hint="put a preprocessing-only model (one taking the table's "
+                              "columns) before it")
         features = [o for o in producer.outputs if o.get("role") == "feature"]
         kinds = {o.get("kind", "float") for o in features}
         if kinds - {"float", "int", "bool"}:

@@ -182,7 +182,7 @@ def _levels(depth: int | None | str, picked: bool) -> int | None:
     if depth == AUTO:
         return None if picked else 1
     if depth is not None and (not isinstance(depth, int) or depth < 1):
-        raise GroupingError(f"depth {depth!r} is not a level", hint="give 1, 2, ... or None for every level")
+        raise GroupingError(f"depth {depth!r} is not a level", hint="give 1, 2, ... or None for every level (`--depth all` on the command line)")
     return depth  # type: ignore[return-value]
 
 

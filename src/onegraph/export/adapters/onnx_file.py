@@ -102,6 +102,14 @@ class OnnxModel(Adapter):
                     roles.setdefault("probabilities", o.name)
                 elif t.elem_type in _FLOATS:
                     roles.setdefault("prediction", o.name)
+            scores = next((o for o in self.proto.graph.output if o.name == roles.get("prediction")), None)
+            dims = [d.dim_value for d in scores.type.tensor_type.shape.dim] if scores is not None else []
+            if "label" in roles and len(dims) == 2 and dims[1] != 1:  # one score per class, beside a label
+                raise ExportError(f"ONNX model {self.source}: its outputs look like a classifier's (label "
+                                  f"{roles['label']!r}, scores {scores.name!r} of "
+                                  f"{dims[1] or 'several'} columns) but it names no classes",
+                                  hint="pass classes=[...] in the scores' column order (command line: --classes "
+                                       "A,B,C)")
         if not roles:
             raise ExportError(f"cannot tell what the outputs of ONNX model {self.source} mean",
                               hint="pass outputs={'probabilities': NAME, 'label': NAME} or {'prediction': NAME}")
