@@ -143,3 +143,19 @@ def test_strip_of_a_model_without_statistics_writes_it_unchanged(tmp_path):
         assert "carries no statistics" in result.output and "unchanged" in result.output
         assert onnx.load(lean) == onnx.load(source)
         assert len(onnx.load(lean).graph.value_info) == len(onnx.load(source).graph.value_info)
+
+
+def test_data_without_a_finite_value_is_warned_about_and_top_is_a_count(tmp_path, cli):
+    """The user's report: all-NaN calibration data wrote no scale for any tensor, exit 0 and no word; --top -1
+    printed "top -1 of 5 tensors" and dropped a row."""
+    model, x = cnn()
+    path, data = tmp_path / "cnn.onnx", tmp_path / "nan.npz"
+    path.write_bytes(model)
+    np.savez(data, x=np.full_like(x[:8], np.nan))
+    result = cli("stats", "calibrate", str(path), "--data", str(data), "-o", str(tmp_path / "o.onnx"))
+    assert result.returncode == 0
+    n = len(read_stats(tmp_path / "o.onnx"))
+    assert f"warning: {n} of {n} tensor(s) hold no finite value on the data" in result.stderr
+    assert not read_qparams(tmp_path / "o.onnx")
+    result = cli("stats", "calibrate", str(path), "--data", str(data), "-o", str(tmp_path / "p.onnx"), "--top", "-1")
+    assert result.returncode == 2 and "--top" in result.stderr and not (tmp_path / "p.onnx").exists()
