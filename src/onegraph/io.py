@@ -51,7 +51,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         naming the file, when it cannot be written (see :func:`check_output_path`, or the OS error).
     """
     target, folder = check_output_path(path, probe=False)  # creating the temporary file below is the probe
-    from onegraph.check.kept import kept_as
+    from onegraph.kept import kept_as
 
     read_as = kept_as(target)
     if read_as is not None:

@@ -124,7 +124,7 @@ def _parse(source: Source) -> Any:
     from onegraph.check.static.walk import external_locations, has_external_data
 
     if source.folder is not None and has_external_data(proto):
-        from onegraph.check.kept import keep
+        from onegraph.kept import keep
 
         for location in external_locations(proto):  # the check confined them to the model's folder
             keep(os.path.join(source.folder, location), f"the external data of the input {source.label}")

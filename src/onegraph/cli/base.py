@@ -57,7 +57,7 @@ def writes(kind: str) -> Callable[[Callable], Callable]:
                 inputs = [v for name, value in given.items() if name != "output"
                           for v in (value if isinstance(value, (list, tuple)) else [value]) if isinstance(v, Path)]
                 check_output_path(output, model=kind == "model", delta=kind == "delta", inputs=inputs)
-            from onegraph.check.kept import keeping_inputs
+            from onegraph.kept import keeping_inputs
 
             with keeping_inputs():  # and files known once a model is read (its external data): atomic_path
                 return command(*args, **kwargs)

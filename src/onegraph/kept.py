@@ -1,4 +1,5 @@
-"""The files a command has read, which no write of the same command may replace.
+"""The files a command has read, which no write of the same command may replace (floor 1: the loader of
+:mod:`onegraph.check` records them, :mod:`onegraph.io` consults them).
 
 A command's ``-o`` is checked against the paths it was given before the work
 (:func:`onegraph.io.check_output_path`); the external data files of a model are known only once the model has
