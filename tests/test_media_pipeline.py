@@ -201,3 +201,44 @@ def test_audio_without_samples_or_with_non_finite_ones_is_refused(tmp_path, samp
     (tmp_path / "cut.wav").write_bytes(header_only)
     with pytest.raises(DataError, match="cut.wav"):
         read_audio(tmp_path / "cut.wav", 16000)
+
+
+def test_files_the_model_cannot_take_together_are_named_in_one_line(tmp_path, capsys):
+    """The user's reports: files whose features differ in size (no FixLength / Resize step) ended in an internal
+    error (numpy's "all input arrays must have the same shape", exit 70, no file named); a clip shorter than a
+    reflect pad printed onnxruntime's log line beside its error and named no file; a decompression-bomb PNG was
+    an internal error too. Each is one line naming the file, exit 1, nothing written."""
+    import onegraph.media as m
+    from PIL import Image
+
+    speech, _ = sf.read(SPEECH / "sentence_16k.wav", dtype="float32")
+    (tmp_path / "aud").mkdir()
+    sf.write(tmp_path / "aud" / "a.wav", speech[:8000], 16000)
+    sf.write(tmp_path / "aud" / "b.wav", speech[:16000], 16000)
+    spec = tmp_path / "spec.onnx"
+    m.build(m.AudioPipeline([m.Spectrogram(512, 160)], sample_rate=16000), None, speech[None, :16000], path=spec)
+    padded = tmp_path / "pad.onnx"
+    m.build(m.AudioPipeline([m.Spectrogram(1024, 256, match="torch")], sample_rate=16000), None, speech[None, :16000],
+            path=padded)
+    (tmp_path / "short").mkdir()
+    sf.write(tmp_path / "short" / "tiny.wav", speech[:300], 16000)
+    (tmp_path / "bomb").mkdir()
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    # a 100-byte PNG whose header says 60000 x 60000 pixels (3.6e9, Pillow's decompression-bomb limit is 1.8e8)
+    (tmp_path / "bomb" / "big.png").write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(
+        ">IIBBBBB", 60000, 60000, 8, 2, 0, 0, 0)) + chunk(b"IDAT", zlib.compress(b"\0" * 4)) + chunk(b"IEND", b""))
+    digits = tmp_path / "img.onnx"
+    m.build(m.ImagePipeline([m.ToFloat()], channels=1), None, np.zeros((1, 10, 10, 1), np.uint8), path=digits)
+    for model, folder, said in [
+        (spec, "aud", "a.wav and b.wav: the model's 'features' has shape [257, 51] for one and [257, 101]"),
+        (padded, "short", "tiny.wav (300): onnxruntime failed"),
+        (digits, "bomb", "big.png: Image size (3600000000 pixels) exceeds limit"),
+    ]:
+        code, _, err = cli(capsys, "score", str(model), str(tmp_path / folder), "-o", str(tmp_path / "out.csv"))
+        assert code == 1 and len(err.strip().splitlines()) == 1 and said in err, err
+        assert not (tmp_path / "out.csv").exists()

@@ -25,7 +25,9 @@ def session_options(*, threads: int | None = None, folder: str | None = None) ->
     import onnxruntime as ort
 
     options = ort.SessionOptions()
-    options.log_severity_level = 3
+    # fatal only: a failing kernel also logs its message as an ERROR line on stderr beside the exception that
+    # carries it, which onegraph reports in its one line (the command line printed two)
+    options.log_severity_level = 4
     # idle worker threads sleep instead of spinning, so sessions kept side by side do not fight
     # over the cores (single-row latency doubled with two spinning sessions on a 2-core machine)
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")

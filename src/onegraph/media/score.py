@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from onegraph.errors import ConfigError, DataError
+from onegraph.errors import ConfigError, DataError, RuntimeFailure
 
 __all__ = ["IMAGE_SUFFIXES", "AUDIO_SUFFIXES", "media_input", "read_image", "read_audio", "read_folder",
            "score_folder"]
@@ -64,6 +64,9 @@ def read_image(path: Path, channels: int) -> np.ndarray:
     try:
         with Image.open(path) as img:
             arr = np.asarray(_eight_bit(path, img).convert("RGB" if channels == 3 else "L"))
+    except Image.DecompressionBombError as exc:  # a header claiming billions of pixels: never decoded
+        raise DataError(f"{path}: {str(exc).splitlines()[0][:160].rstrip('.')}",
+                        hint="remove it from the folder; an image that large is no model input") from None
     except (UnidentifiedImageError, OSError, ValueError) as exc:
         raise DataError(f"{path}: not an image Pillow can read ({str(exc).splitlines()[0][:120]})",
                         hint="remove it from the folder, or convert it to PNG / JPEG") from None
@@ -134,6 +137,20 @@ def _refuse_non_finite(names: list[str], outputs: list[np.ndarray], output_names
                         hint="scale the audio to -1..1 (or the images to 0..255) before scoring it")
 
 
+def _refuse_ragged(names: list[str], results: list[list[np.ndarray]], output_names: list[str]) -> None:
+    """:class:`DataError` naming two files whose outputs differ in shape: files of different sizes give features
+    of different sizes when no step brings them to one, and one table holds one width."""
+    for k, name in enumerate(output_names):
+        first = np.shape(results[0][k])  # a label is one str
+        other = next((i for i, r in enumerate(results) if np.shape(r[k]) != first), None)
+        if other is not None:
+            raise DataError(f"{names[0]} and {names[other]}: the model's {name!r} has shape {list(first)} for one "
+                            f"and {list(np.shape(results[other][k]))} for the other (the files differ in size and no "
+                            "step of the model brings them to one)",
+                            hint="add a FixLength (audio) or Resize / CenterCrop (images) step, or score files of one "
+                                 "size together")
+
+
 def score_folder(model: Any, folder: str | os.PathLike, *, trusted: bool = False,
                  session: Any = None) -> pd.DataFrame:
     """One row per file of ``folder``: ``file`` and the model's outputs (see the module docstring).
@@ -157,11 +174,18 @@ def score_folder(model: Any, folder: str | os.PathLike, *, trusted: bool = False
     for i, arr in enumerate(arrays):
         groups.setdefault(arr.shape, []).append(i)
     results: list[list[np.ndarray] | None] = [None] * len(arrays)
-    for members in groups.values():
+    for shape, members in groups.items():
         batch = np.stack([arrays[i] for i in members])
-        outs = session.run_feeds({media["input"]: batch})
+        try:
+            outs = session.run_feeds({media["input"]: batch})
+        except RuntimeFailure as exc:  # a step the file is too small for (a reflect pad longer than the clip)
+            others = f" and {len(members) - 1} more file(s) of its size" if len(members) > 1 else ""
+            raise DataError(f"{names[members[0]]}{others} ({'x'.join(map(str, shape))}): {exc}",
+                            hint="remove the file, or add a step that brings every file to one size first "
+                                 "(FixLength for audio, Resize / CenterCrop for images)") from None
         for j, i in enumerate(members):
             results[i] = [o[j] for o in outs]
+    _refuse_ragged(names, results, [o["name"] for o in session.outputs])
     # the table path's frame: the same column names and missing labels (None, never the internal marker)
     outputs = [np.stack([r[k] for r in results]) for k in range(len(session.outputs))]
     _refuse_non_finite(names, outputs, [o["name"] for o in session.outputs])
