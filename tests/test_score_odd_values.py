@@ -252,6 +252,24 @@ def test_build_refuses_infinite_training_values_naming_the_row(cli, tmp_path):
     assert "'Acceleration': holds infinite values (first at row 5)" in done.stderr, done.stderr
 
 
+@pytest.mark.parametrize("column, value, said", [
+    # the target: an internal error (scikit-learn's "Input contains infinity") after a numpy RuntimeWarning
+    ("Miles_per_Gallon", np.inf, "'Miles_per_Gallon': holds infinite values (first at row 7)"),
+    # finite, but its square overflows the scaler's variance: a model fitted on nothing, 18% accuracy, exit 0
+    ("Horsepower", 1e308, "'Horsepower': holds 1e+308 at row 7, beyond"),
+])
+def test_build_refuses_values_it_cannot_fit_on_in_one_line(cli, tmp_path, column, value, said):
+    cars = pd.read_csv(DATA / "cars.csv")
+    cars.loc[7, column] = value
+    path = tmp_path / "cars.csv"
+    cars.to_csv(path, index=False)
+    target = "Miles_per_Gallon" if column == "Miles_per_Gallon" else "Origin"
+    done = cli("build", str(path), "--target", target, "-o", str(tmp_path / "cars.onnx"))
+    assert done.returncode == 1 and said in done.stderr, done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Warning" not in done.stderr
+    assert not (tmp_path / "cars.onnx").exists()
+
+
 MARKER = "\uffff"  # onegraph's missing-text marker (contract.columns.MISSING_STRING)
 
 

@@ -117,6 +117,8 @@ def known_target(frame: pd.DataFrame, target: str, written: pd.Series | None = N
     ``boolean``) becomes its numpy dtype (scikit-learn's classes would be float64 labels)."""
     kept = frame[frame[target].notna()]
     y = kept.pop(target)
+    if pd.api.types.is_float_dtype(y.dtype):
+        _refuse_beyond_fitting(str(target), y, "the target")
     if written is not None and pd.api.types.is_numeric_dtype(y.dtype) and not pd.api.types.is_bool_dtype(y.dtype):
         as_written = written.loc[y.index]
         if zero_padded(as_written) is not None:
@@ -185,12 +187,30 @@ def prepare(frame: pd.DataFrame) -> pd.DataFrame:
             continue  # left out by plan, which says why
         if spec.kind == "bool" and spec.onnx_type == "bool":
             out[c] = frame[c].astype("boolean")
-        infinite = np.isinf(frame[c].to_numpy(dtype=float, na_value=np.nan)) if spec.kind == "float" else None
-        if infinite is not None and infinite.any():
-            row = frame.index[int(np.flatnonzero(infinite)[0])]
-            raise ColumnTypeError(str(c), f"holds infinite values (first at row {row}); scikit-learn cannot fit on "
-                                  "them", hint="replace them (e.g. with NaN, a missing value) before building")
+        if spec.kind == "float":
+            _refuse_beyond_fitting(str(c), frame[c], "a feature")
     return out
+
+
+def _refuse_beyond_fitting(name: str, values: pd.Series, what: str) -> None:
+    """:class:`ColumnTypeError` naming ``name`` and the first row for infinite values, which scikit-learn
+    cannot fit on, and for values whose squares summed over the rows overflow float64 (beyond
+    ``sqrt(float64 max / rows)``, 1.3e154 / sqrt(rows)): the scaler's variance (a feature) or the model's loss
+    (the target) becomes inf and the model is fitted on nothing (a feature of 1e308 gave 18% accuracy, exit 0)."""
+    x = values.to_numpy(dtype=float, na_value=np.nan)
+    limit = float(np.sqrt(np.finfo(np.float64).max / max(len(x), 1)))
+    with np.errstate(invalid="ignore"):
+        bad = np.isinf(x) | (np.abs(x) > limit)
+    if not bad.any():
+        return
+    i = int(np.flatnonzero(bad)[0])
+    row = values.index[i]
+    if np.isinf(x[i]):
+        raise ColumnTypeError(name, f"holds infinite values (first at row {row}); scikit-learn cannot fit on them",
+                              hint="replace them (e.g. with NaN, a missing value) before building")
+    raise ColumnTypeError(name, f"holds {x[i]:.3g} at row {row}, beyond {limit:.3g}: summed over the {len(x)} rows "
+                          f"the squares of such values overflow float64, so {what} cannot be fitted on",
+                          hint="rescale the column (e.g. log or divide by a power of ten), or make those cells empty")
 
 
 _INDEX_COLUMN = re.compile(r"^Unnamed: \d+$")
