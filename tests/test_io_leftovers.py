@@ -381,3 +381,21 @@ def test_no_command_writes_over_the_external_data_of_a_model_it_reads(cli, tmp_p
         assert result.returncode == 1, (args, result.stdout, result.stderr)
         assert result.stderr.strip().splitlines()[-1] == said, (args, result.stderr)  # after any progress bar
         assert {p: p.read_bytes() for p in before} == before, args
+
+
+def test_zst_without_zstandard_says_what_is_missing(tmp_path, monkeypatch):
+    """Reading a .csv.zst without the optional zstandard package pasted pandas' "`Import zstandard` failed..."
+    and then advised checking that the file is a valid CSV; it says the package is missing, as writing does."""
+    import importlib.util
+
+    from onegraph.errors import DataError
+    from onegraph.io import read_table, table_format
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "zstandard" else real(name, *a))
+    (tmp_path / "rows.csv.zst").write_bytes(b"(any bytes: refused before they are read)")
+    with pytest.raises(DataError, match=r"rows.csv.zst: reading .zst needs the zstandard package") as info:
+        read_table(tmp_path / "rows.csv.zst")
+    assert "valid CSV" not in str(info.value)
+    with pytest.raises(DataError, match=r"out.csv.zst: writing .zst needs the zstandard package"):
+        table_format(tmp_path / "out.csv.zst")

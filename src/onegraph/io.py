@@ -264,6 +264,8 @@ def read_table(path: str | os.PathLike, *, dtypes: dict[str, str] | None = None,
         raise DataError(f"{p} is a folder, not a data file", hint="give a .csv or .parquet file, or a folder of "
                         "Parquet part files")
     suffix, compressed = _data_format(p)
+    if p.suffix.lower() == ".zst":
+        _need_zstandard(p, "reading", "or decompress it first (zstd -d FILE)")
     try:
         if suffix in (".parquet", ".pq") and not compressed:
             _refuse_repeated_parquet_names(p)
@@ -283,6 +285,15 @@ def read_table(path: str | os.PathLike, *, dtypes: dict[str, str] | None = None,
         raise DataError(f"cannot read data file {p}: {exc}", hint="check that it is a valid CSV or Parquet file") from None
     raise DataError(f"data file {p}: unknown format {''.join(p.suffixes) or '(no extension)'}",
                     hint="use a .csv (optionally .gz, .bz2, .zip, .xz, .zst) or .parquet file")
+
+
+def _need_zstandard(p: Path, doing: str, instead: str) -> None:
+    """:class:`DataError` when the optional zstandard package, through which pandas reads and writes .zst, is
+    missing (pandas' own message, "`Import zstandard` failed...", read as a malformed file)."""
+    from importlib.util import find_spec
+
+    if find_spec("zstandard") is None:
+        raise DataError(f"{p}: {doing} .zst needs the zstandard package", hint=f"pip install zstandard, {instead}")
 
 
 #: compressed suffixes read_table reads (pandas infers the codec from the suffix)
@@ -561,11 +572,7 @@ def table_format(path: str | os.PathLike) -> tuple[str, str | None]:
     kind = suffixes[-2] if compression and len(suffixes) == 2 else (suffixes[-1] if suffixes else "")
     if kind == ".csv":
         if compression == "zstd":
-            from importlib.util import find_spec
-
-            if find_spec("zstandard") is None:  # pandas writes .zst through it (an optional package)
-                raise DataError(f"output {p}: writing .zst needs the zstandard package",
-                                hint="pip install zstandard, or write .csv.gz / .csv.xz / .parquet")
+            _need_zstandard(p, "writing", "or write .csv.gz / .csv.xz / .parquet")
         return "csv", compression
     if kind in (".parquet", ".pq") and compression is None:
         return "parquet", None
