@@ -13,6 +13,7 @@ sample.
 from __future__ import annotations
 
 import json
+import re
 import sys
 
 import numpy as np
@@ -242,3 +243,41 @@ def test_files_the_model_cannot_take_together_are_named_in_one_line(tmp_path, ca
         code, _, err = cli(capsys, "score", str(model), str(tmp_path / folder), "-o", str(tmp_path / "out.csv"))
         assert code == 1 and len(err.strip().splitlines()) == 1 and said in err, err
         assert not (tmp_path / "out.csv").exists()
+
+
+@pytest.mark.parametrize("make, said", [
+    (lambda m: m.Normalize([float("nan")] * 3, [0.5] * 3), "Normalize: mean=[nan, nan, nan] is not finite"),
+    (lambda m: m.Normalize("abc", "def"), "Normalize: mean='abc' is not finite"),
+    (lambda m: m.ToFloat(scale=0), "ToFloat: scale=0 is not positive and finite"),
+    (lambda m: m.ToUInt8(scale=float("nan")), "ToUInt8: scale=nan is not positive and finite"),
+    (lambda m: m.PowerToDB(amin=float("nan")), "PowerToDB: amin=nan must be > 0"),
+    (lambda m: m.PowerToDB(top_db=float("nan")), "top_db=nan >= 0"),
+    (lambda m: m.Pad((1, 1, 1, 1), fill=float("nan")), "Pad: fill=nan is not finite"),
+    (lambda m: m.Resize((True, True)), "size=(True, True) is not 2 positive integers"),
+    (lambda m: m.Resize((10**6, 10**6)), "1,000,000,000,000 pixels per image"),
+    (lambda m: m.Spectrogram(1), "n_fft=1 gives the default hop_length n_fft // 4 = 0"),
+])
+def test_step_parameters_no_image_can_take_are_refused_naming_them(make, said):
+    """The user's reports: NaN means / scales built graphs of NaN that parity called diverging ("report
+    this"), a huge Resize exhausted memory, a string mean raised numpy's ValueError, bools passed as sizes."""
+    import onegraph.media as m
+    from onegraph.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        make(m)
+
+
+@pytest.mark.parametrize("fill, padding, mode, said", [
+    (300, (1, 1, 1, 1), "constant", "Pad: fill=300.0 is not a uint8 pixel value"),
+    (-1, (1, 1, 1, 1), "constant", "Pad: fill=-1.0 is not a uint8 pixel value"),
+    (0, (36, 60, 36, 60), "reflect", "padding (60, 60) along the height must be less than the image's 37 pixels"),
+])
+def test_pads_uint8_images_cannot_take_are_refused_at_build(fill, padding, mode, said):
+    """fill=300 on uint8 raised numpy's OverflowError from build; a reflect pad longer than the image torch's
+    RuntimeError (and onnxruntime's at run time with check_parity=False)."""
+    import onegraph.media as m
+    from onegraph.errors import ConfigError
+
+    x = np.zeros((1, 37, 61, 3), np.uint8)
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        build(m.ImagePipeline([m.Pad(padding, fill=fill, mode=mode)]), None, x)

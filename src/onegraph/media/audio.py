@@ -99,6 +99,9 @@ class Spectrogram(AudioStep):
                  match: str = "librosa") -> None:
         self.match = choice("match", match, ("librosa", "torch"), "Spectrogram")
         self.n_fft = _positive("n_fft", n_fft, "Spectrogram")
+        if hop_length is None and self.n_fft < 4:
+            raise ConfigError(f"Spectrogram: n_fft={n_fft} gives the default hop_length n_fft // 4 = 0",
+                              hint="give n_fft >= 4, or a hop_length")
         self.hop_length = _positive("hop_length", hop_length if hop_length is not None else n_fft // 4,
                                     "Spectrogram")
         self.win_length = _positive("win_length", win_length if win_length is not None else n_fft, "Spectrogram")
@@ -231,7 +234,8 @@ class PowerToDB(Step):
     def __init__(self, *, ref: float | str = 1.0, amin: float = 1e-10, top_db: float | None = 80.0) -> None:
         if not (ref == "max" or (isinstance(ref, (int, float)) and not isinstance(ref, bool))):
             raise ConfigError(f"PowerToDB: ref={ref!r} is not a number or 'max'")
-        if amin <= 0 or (top_db is not None and top_db < 0):
+        if not (np.isfinite(amin) and amin > 0) or (top_db is not None and not (np.isfinite(top_db) and top_db >= 0)) \
+                or (ref != "max" and not np.isfinite(ref)):
             raise ConfigError(f"PowerToDB: amin={amin!r} must be > 0 and top_db={top_db!r} >= 0 (or None)")
         self.ref, self.amin, self.top_db = ref, float(amin), top_db
 

@@ -42,7 +42,7 @@ from onegraph.errors import ConfigError
 from onegraph.frame.tensors import Val
 from onegraph.media import resample as rs
 from onegraph.media.resize import INTERPOLATIONS, Resize  # noqa: F401  (re-exported: the image steps in one place)
-from onegraph.media.tensor import UINT8, ImageStep, Tensor, choice, ints, positive_ints
+from onegraph.media.tensor import UINT8, ImageStep, Tensor, choice, finite_numbers, ints, positive_ints
 
 __all__ = ["CenterCrop", "Pad", "Normalize", "ToFloat", "ToUInt8", "ToCHW", "ToHWC", "GRAY_WEIGHTS",
            "ColorConvert"]
@@ -119,8 +119,16 @@ class Pad(ImageStep):
         if len(self.padding) != 4 or min(self.padding) < 0:
             raise ConfigError(f"Pad: padding={padding!r} is not four non-negative ints",
                               hint="give padding=(left, top, right, bottom)")
-        self.fill = fill
+        (self.fill,) = finite_numbers("fill", fill, "Pad")
         self.mode = choice("mode", mode, ("constant", "edge", "reflect"), "Pad")
+
+    def _refuse_reflect_beyond(self, height: Any, width: Any) -> None:
+        """A reflect pad as long as the image or longer has nothing to reflect: torch and onnxruntime refuse it."""
+        left, top, right, bottom = self.padding
+        for side, length, pads in (("height", height, (top, bottom)), ("width", width, (left, right))):
+            if self.mode == "reflect" and isinstance(length, int) and max(pads) >= length:
+                raise ConfigError(f"Pad(mode='reflect'): padding {pads} along the {side} must be less than the "
+                                  f"image's {length} pixels", hint="pad less, or use mode='edge' or 'constant'")
 
     def _pads(self, h_axis: int, w_axis: int) -> list[int]:
         left, top, right, bottom = self.padding
@@ -130,6 +138,11 @@ class Pad(ImageStep):
 
     def emit(self, g: GraphBuilder, t: Tensor) -> Tensor:
         self.check(t)
+        if t.dtype == UINT8 and self.mode == "constant" and not (0 <= self.fill <= 255 and self.fill.is_integer()):
+            raise ConfigError(f"Pad: fill={self.fill!r} is not a uint8 pixel value",
+                              hint="give a whole number from 0 to 255 for uint8 images")
+        dims = list(t.value.shape) if t.value.shape is not None else [None] * 4
+        self._refuse_reflect_beyond(*(dims[a] for a in t.spatial_axes))
         fill = g.const(np.asarray(self.fill, dtype=np.uint8 if t.dtype == UINT8 else np.float32), "fill")
         x = g.op("Pad", t.value, ints(g, self._pads(*t.spatial_axes)), fill if self.mode == "constant" else None,
                  mode=self.mode, dtype=t.dtype)
@@ -140,6 +153,7 @@ class Pad(ImageStep):
         import torch.nn.functional as F
 
         nhwc = layout == "NHWC"
+        self._refuse_reflect_beyond(*(x.shape[1:3] if nhwc else x.shape[2:4]))
         tx = torch.from_numpy(np.ascontiguousarray(x.transpose(0, 3, 1, 2) if nhwc else x))
         left, top, right, bottom = self.padding
         mode = {"edge": "replicate"}.get(self.mode, self.mode)
@@ -173,8 +187,8 @@ class Normalize(ImageStep):
     match = "torchvision"
 
     def __init__(self, mean: Any, std: Any) -> None:
-        self.mean = [float(v) for v in np.asarray(mean, dtype=float).reshape(-1)]
-        self.std = [float(v) for v in np.asarray(std, dtype=float).reshape(-1)]
+        self.mean = finite_numbers("mean", mean, "Normalize")
+        self.std = finite_numbers("std", std, "Normalize")
         if any(s == 0 for s in self.std):
             raise ConfigError(f"Normalize: std={std!r} holds a zero", hint="give positive standard deviations")
 
@@ -204,7 +218,7 @@ class ToFloat(ImageStep):
     match = "torchvision"
 
     def __init__(self, scale: float = 255.0) -> None:
-        self.scale = float(scale)
+        (self.scale,) = finite_numbers("scale", scale, "ToFloat", positive=True)
 
     def emit(self, g: GraphBuilder, t: Tensor) -> Tensor:
         self.check(t)
@@ -230,7 +244,7 @@ class ToUInt8(ImageStep):
     """
 
     def __init__(self, scale: float = 255.0, *, rounding: str = "round") -> None:
-        self.scale = float(scale)
+        (self.scale,) = finite_numbers("scale", scale, "ToUInt8", positive=True)
         self.rounding = choice("rounding", rounding, ("round", "torchvision"), "ToUInt8")
         self.match = "skimage" if rounding == "round" else "torchvision"
 

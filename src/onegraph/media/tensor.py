@@ -127,6 +127,23 @@ def _plain(v: Any) -> Any:
     return v
 
 
+def finite_numbers(name: str, value: Any, what: str, *, positive: bool = False) -> list[float]:
+    """``value`` (a number or numbers) as floats, each finite (and > 0 with ``positive``), else a
+    :class:`ConfigError` naming the parameter: a NaN scale or mean made every output NaN, which the parity
+    check reported as the graph diverging."""
+    try:
+        arr = np.asarray(value, dtype=np.float64).reshape(-1)
+        ok = arr.size > 0 and not isinstance(value, (str, bytes, bool)) and bool(np.isfinite(arr).all())
+    except (TypeError, ValueError):
+        ok = False
+    if ok and positive:
+        ok = bool((arr > 0).all())
+    if not ok:
+        raise ConfigError(f"{what}: {name}={value!r} is not {'positive and ' if positive else ''}finite",
+                          hint=f"give {name} as {'positive ' if positive else ''}finite numbers")
+    return [float(v) for v in arr]
+
+
 def choice(name: str, value: Any, allowed: tuple, what: str) -> Any:
     """``value`` if it is one of ``allowed``, else a :class:`ConfigError` naming the parameter."""
     if value not in allowed:
@@ -135,13 +152,22 @@ def choice(name: str, value: Any, allowed: tuple, what: str) -> Any:
     return value
 
 
+#: the most pixels one image of a size parameter may have (Pillow and onnxruntime index an image with int32)
+MAX_PIXELS = 2**31 - 1
+
+
 def positive_ints(name: str, value: Any, n: int, what: str) -> tuple[int, ...]:
-    """``value`` as a tuple of ``n`` positive ints, else a :class:`ConfigError` naming the parameter."""
+    """``value`` as a tuple of ``n`` positive ints (not bools; their product at most :data:`MAX_PIXELS`), else a
+    :class:`ConfigError` naming the parameter."""
     try:
         out = tuple(int(v) for v in value)
-        ok = len(out) == n and all(v > 0 and v == w for v, w in zip(out, value))
+        ok = len(out) == n and all(v > 0 and v == w and not isinstance(w, (bool, np.bool_))
+                                   for v, w in zip(out, value))
     except (TypeError, ValueError):
         ok = False
+    if ok and int(np.prod(out, dtype=object)) > MAX_PIXELS:
+        raise ConfigError(f"{what}: {name}={value!r} is {int(np.prod(out, dtype=object)):,} pixels per image, more "
+                          f"than the {MAX_PIXELS:,} an image can index", hint=f"give a smaller {name}")
     if not ok:
         raise ConfigError(f"{what}: {name}={value!r} is not {n} positive integers",
                           hint=f"give {name}=({', '.join(['height', 'width'][:n] if n == 2 else ['...'])})")
