@@ -281,3 +281,24 @@ def test_pads_uint8_images_cannot_take_are_refused_at_build(fill, padding, mode,
     x = np.zeros((1, 37, 61, 3), np.uint8)
     with pytest.raises(ConfigError, match=re.escape(said)):
         build(m.ImagePipeline([m.Pad(padding, fill=fill, mode=mode)]), None, x)
+
+
+def test_onegraph_score_takes_a_media_models_batch_array(digits_model):
+    """The user's report: onegraph.score(media model, images) said an array has no column names and advised a
+    DataFrame of columns 'a', 'b'; {"image": images} reached onnxruntime with no feed ("Missing Input: image").
+    Both score the batch, as the folder path does; a table or a wrong dtype is refused naming the input."""
+    import onegraph
+    from onegraph.errors import DataError
+
+    path = digits_model[2]
+    images, _ = pipelines.digit_photos()
+    batch = images[1790:1797]
+    label, proba = Session(path).run_feeds({"image": batch})
+    for data in (batch, {"image": batch}):
+        scores = onegraph.score(path, data)
+        assert scores["label"].tolist() == label.tolist()
+        np.testing.assert_array_equal(scores.filter(like="probabilities_").to_numpy(), proba)
+    with pytest.raises(DataError, match=r"a media model takes a uint8 array NHWC .*input 'image'.*not a DataFrame"):
+        onegraph.score(path, pd.DataFrame({"a": [1]}))
+    with pytest.raises(DataError, match=r"the array is float32 of shape"):
+        onegraph.score(path, batch.astype(np.float32))

@@ -137,6 +137,8 @@ class Session:
         self._rows = RowFeeds(self.inputs, self._rank2)  # single-row feeds, planned once
         #: rows scored as windows of their group (see :mod:`onegraph.runtime.windows`), or None
         self.sequence = meta.SequenceSpec.from_dict(fields["sequence"]) if "sequence" in fields else None
+        #: the model's image / audio input (``org.onegraph.media``: input, dtype, layout...), or None
+        self.media = fields.get("media")
 
     @property
     def input_names(self) -> list[str]:
@@ -158,6 +160,8 @@ class Session:
         Raises :class:`~onegraph.errors.MissingColumnError` / :class:`~onegraph.errors.ColumnTypeError`
         naming the column at fault.
         """
+        if self.media is not None:
+            return self._media_feeds(data)
         t = type(data)
         if t is dict:
             row = self._rows.record(data)
@@ -181,6 +185,23 @@ class Session:
                 raise DataError(f"column {spec.name!r} has {len(arr)} values for {n} rows")
             feeds[spec.name] = arr
         return n, self._shaped(feeds)
+
+    def _media_feeds(self, data: Any) -> tuple[int, dict[str, np.ndarray]]:
+        """A media model's feed: the batch array itself, or ``{input: array}``.
+
+        Raises :class:`~onegraph.errors.DataError` for anything else (a table has no images), or an array of
+        another dtype or rank than the input's."""
+        name, dtype, layout = self.media["input"], self.media["dtype"], self.media["layout"]
+        arr = data.get(name) if isinstance(data, dict) else data
+        takes = f"a {dtype} array {layout} {list(self._session.get_inputs()[0].shape)} (input {name!r})"
+        if not isinstance(arr, np.ndarray):
+            raise DataError(f"a media model takes {takes}, not a {type(data).__name__}",
+                            hint=f"give the batch as a numpy array (or {{{name!r}: array}}), or score files with "
+                                 "`onegraph score MODEL FOLDER`")
+        if arr.dtype != np.dtype(dtype) or arr.ndim != len(layout):
+            raise DataError(f"a media model takes {takes}; the array is {arr.dtype} of shape {list(arr.shape)}",
+                            hint=f"convert it (e.g. .astype(np.{dtype})) or reshape it to {layout}")
+        return len(arr), {name: arr}
 
     def _shaped(self, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         for name in self._rank2:
@@ -360,6 +381,8 @@ class Session:
         Text columns have dtype ``object``.
         """
         results, finite = self._checked(data)
+        if self.media is not None:  # features [N, C, H, W] / [N, F, T]: one column per value, as score_folder
+            results = [r.reshape(len(r), -1) if r.ndim > 2 else r for r in results]
         return self.frame(results, finite, _row_index(data))
 
     def frame(self, results: list[np.ndarray], finite: bool = False, index: Any = None) -> pd.DataFrame:
