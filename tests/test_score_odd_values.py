@@ -1048,3 +1048,21 @@ def test_a_record_array_is_read_by_its_field_names(session, rows):
         pd.testing.assert_frame_equal(session.score(np.asarray(rec)), expected)  # a plain structured array
     with pytest.raises(DataError, match="2-D structured array"):
         session.score(rows.to_records(index=False).reshape(1, -1))
+
+
+@pytest.mark.parametrize("column, rows, row", [("Name", [0], 0), ("Origin", "Europe", None)])
+def test_build_refuses_the_missing_text_marker_by_data_row_before_fitting(cli, tmp_path, column, rows, row):
+    """build named a row of the shuffled training split (data row 0 as "row 115"), after fitting; a target class
+    holding U+FFFF — the graph's missing label — was accepted. Both are refused before the fit, by data row."""
+    cars = pd.read_csv(DATA / "cars.csv")
+    if rows == "Europe":
+        hit = cars.index[cars[column] == "Europe"]
+        cars.loc[hit, column] = MARKER
+        row = int(hit[0])
+    else:
+        cars.loc[rows, column] = f"abc{MARKER}def"
+    path = tmp_path / "cars.csv"
+    cars.to_csv(path, index=False)
+    done = cli("build", str(path), "--target", "Origin", "-o", str(tmp_path / "cars.onnx"))
+    assert done.returncode == 1 and f"column {column!r}: value at row {row} holds U+FFFF" in done.stderr, done.stderr
+    assert "fitting" not in done.stderr and not (tmp_path / "cars.onnx").exists()

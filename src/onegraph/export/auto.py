@@ -31,7 +31,7 @@ import pandas as pd
 from sklearn.compose import ColumnTransformer
 from sklearn.pipeline import Pipeline
 
-from onegraph.contract.columns import NA_INT64, spec_for
+from onegraph.contract.columns import MISSING_STRING, NA_INT64, spec_for
 from onegraph.contract.dates import DATE_SHARE, looks_like_date
 from onegraph.contract.feeds import to_feed
 from onegraph.errors import ColumnTypeError, DataError, ExportError
@@ -119,6 +119,8 @@ def known_target(frame: pd.DataFrame, target: str, written: pd.Series | None = N
     y = kept.pop(target)
     if pd.api.types.is_float_dtype(y.dtype):
         _refuse_beyond_fitting(str(target), y, "the target")
+    elif not pd.api.types.is_numeric_dtype(y.dtype) and not pd.api.types.is_bool_dtype(y.dtype):
+        _refuse_marker(str(target), y)  # a class spelled U+FFFF would be the graph's missing label
     if written is not None and pd.api.types.is_numeric_dtype(y.dtype) and not pd.api.types.is_bool_dtype(y.dtype):
         as_written = written.loc[y.index]
         if zero_padded(as_written) is not None:
@@ -189,7 +191,23 @@ def prepare(frame: pd.DataFrame) -> pd.DataFrame:
             out[c] = frame[c].astype("boolean")
         if spec.kind == "float":
             _refuse_beyond_fitting(str(c), frame[c], "a feature")
+        elif spec.kind == "string":
+            _refuse_marker(str(c), frame[c])
     return out
+
+
+def _refuse_marker(name: str, values: pd.Series) -> None:
+    """:class:`ColumnTypeError` naming ``name`` and the data row of the first text holding U+FFFF, the graph's
+    missing-text marker (also its missing label): refused before the fit, by the row of the data (the feed
+    of the training split named a row of the shuffled split, after fitting)."""
+    texts = values.dropna()
+    if isinstance(texts.dtype, pd.CategoricalDtype):
+        texts = texts.astype(str)
+    hits = texts[texts.map(lambda v: isinstance(v, str) and MISSING_STRING in v).astype(bool)]
+    if len(hits):
+        raise ColumnTypeError(name, f"value at row {hits.index[0]} holds U+FFFF, the character onegraph reserves to "
+                              "mark missing text (and missing labels)",
+                              hint="replace it, or make the cell empty (missing)")
 
 
 def _refuse_beyond_fitting(name: str, values: pd.Series, what: str) -> None:
