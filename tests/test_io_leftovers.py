@@ -7,6 +7,7 @@ killed with SIGKILL mid-write (nothing of Python's runs after it: no ``finally``
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -399,3 +400,27 @@ def test_zst_without_zstandard_says_what_is_missing(tmp_path, monkeypatch):
     assert "valid CSV" not in str(info.value)
     with pytest.raises(DataError, match=r"out.csv.zst: writing .zst needs the zstandard package"):
         table_format(tmp_path / "out.csv.zst")
+
+
+def test_a_file_named_as_another_format_is_named_so(tmp_path):
+    """A Parquet or gzip file named .csv was refused as "not UTF-8 text" with advice to re-encode it from Latin-1
+    (which would corrupt it); a CSV named .parquet got pyarrow's "magic bytes not found". The first bytes say
+    what it is; a CSV whose header begins with such letters (PAR1, BZh) is still read as a CSV."""
+    import gzip
+
+    import pandas as pd
+
+    from onegraph.errors import DataError
+    from onegraph.io import read_table
+
+    frame = pd.DataFrame({"PAR1": [1, 2], "BZh9": ["a", "b"]})
+    frame.to_parquet(tmp_path / "parquet.csv")
+    (tmp_path / "gzip.csv").write_bytes(gzip.compress(frame.to_csv(index=False).encode()))
+    frame.to_csv(tmp_path / "text.parquet", index=False)
+    for name, said in (("parquet.csv", "is a Parquet file, not what its name says (.csv). rename it to end in .parquet"),
+                       ("gzip.csv", "is gzip-compressed, not what its name says (.csv). rename it to end in .csv.gz"),
+                       ("text.parquet", "is named .parquet but is not a Parquet file")):
+        with pytest.raises(DataError, match=re.escape(said)):
+            read_table(tmp_path / name)
+    frame.to_csv(tmp_path / "header.csv", index=False)  # begins "PAR1,BZh9": text
+    pd.testing.assert_frame_equal(read_table(tmp_path / "header.csv"), frame)

@@ -266,6 +266,7 @@ def read_table(path: str | os.PathLike, *, dtypes: dict[str, str] | None = None,
     suffix, compressed = _data_format(p)
     if p.suffix.lower() == ".zst":
         _need_zstandard(p, "reading", "or decompress it first (zstd -d FILE)")
+    _refuse_misnamed(p, suffix, compressed)
     try:
         if suffix in (".parquet", ".pq") and not compressed:
             _refuse_repeated_parquet_names(p)
@@ -285,6 +286,43 @@ def read_table(path: str | os.PathLike, *, dtypes: dict[str, str] | None = None,
         raise DataError(f"cannot read data file {p}: {exc}", hint="check that it is a valid CSV or Parquet file") from None
     raise DataError(f"data file {p}: unknown format {''.join(p.suffixes) or '(no extension)'}",
                     hint="use a .csv (optionally .gz, .bz2, .zip, .xz, .zst) or .parquet file")
+
+
+#: the first bytes of the formats a data file may be in (Parquet, then the compressions pandas reads)
+_MAGIC = {b"\x1f\x8b": ("gzip-compressed", ".csv.gz"), b"\x28\xb5\x2f\xfd": ("zstd-compressed", ".csv.zst"),
+          b"\xfd7zXZ\x00": ("xz-compressed", ".csv.xz"), b"PK\x03\x04": ("a zip archive", ".csv.zip")}
+
+
+def _sniffed(head: bytes, tail: bytes) -> tuple[str, str] | None:
+    """What the first (10) and last (4) bytes of a file say it is, or None for anything else (text). Parquet
+    begins and ends with PAR1, bzip2 is ``BZh`` + a level + the block magic ``1AY&SY``: a CSV whose header
+    begins ``PAR1`` or ``BZh`` is text."""
+    if head.startswith(b"PAR1") and tail == b"PAR1":
+        return "a Parquet file", ".parquet"
+    if head.startswith(b"BZh") and head[3:4].isdigit() and head[4:10] == b"1AY&SY":
+        return "bzip2-compressed", ".csv.bz2"
+    return next((what for magic, what in _MAGIC.items() if head.startswith(magic)), None)
+
+
+def _refuse_misnamed(p: Path, suffix: str, compressed: bool) -> None:
+    """:class:`DataError` for a file whose first bytes say another format than its name: a Parquet or gzip file
+    named ``.csv`` was read as text ("not UTF-8": advice to re-encode it from Latin-1), a CSV named ``.parquet``
+    as Parquet (pyarrow's "magic bytes not found")."""
+    try:
+        with open(p, "rb") as f:
+            head = f.read(10)
+            f.seek(max(0, os.fstat(f.fileno()).st_size - 4))
+            tail = f.read(4)
+    except OSError:
+        return  # the reader below says why
+    found = _sniffed(head, tail)
+    parquet = suffix in (".parquet", ".pq") and not compressed
+    if found is not None and not compressed and not (parquet and found[1] == ".parquet"):
+        raise DataError(f"data file {p} is {found[0]}, not what its name says ({''.join(p.suffixes)})",
+                        hint=f"rename it to end in {found[1]}")
+    if parquet and head and (found is None or found[1] != ".parquet"):
+        raise DataError(f"data file {p} is named {p.suffix} but is not a Parquet file (Parquet begins and ends with "
+                        f"PAR1; it starts {head[:6]!r})", hint="if it is a CSV, rename it to end in .csv")
 
 
 def _need_zstandard(p: Path, doing: str, instead: str) -> None:
