@@ -302,3 +302,22 @@ def test_onegraph_score_takes_a_media_models_batch_array(digits_model):
         onegraph.score(path, pd.DataFrame({"a": [1]}))
     with pytest.raises(DataError, match=r"the array is float32 of shape"):
         onegraph.score(path, batch.astype(np.float32))
+
+
+@pytest.mark.parametrize("subtype", ["PCM_16", "FLOAT"])
+def test_a_wav_cut_short_is_refused_naming_it(tmp_path, subtype):
+    """A WAV cut to a third of its bytes (its header still declaring every sample) was read as a shorter clip
+    and padded by FixLength, scored without a word; a cut PNG / JPEG was refused. So is the WAV now."""
+    from onegraph.errors import DataError
+    from onegraph.media.score import read_audio
+
+    speech, _ = sf.read(SPEECH / "sentence_16k.wav", dtype="float32")
+    sf.write(tmp_path / "full.wav", speech[:16000], 16000, subtype=subtype)
+    whole = (tmp_path / "full.wav").read_bytes()
+    np.testing.assert_array_equal(read_audio(tmp_path / "full.wav", 16000), sf.read(tmp_path / "full.wav",
+                                                                                     dtype="float32")[0])
+    (tmp_path / "cut.wav").write_bytes(whole[: len(whole) // 3])
+    with pytest.raises(DataError, match=r"cut.wav: cut short: its header declares [\d,]+ bytes of samples"):
+        read_audio(tmp_path / "cut.wav", 16000)
+    for wav in sorted(SPEECH.rglob("*.wav")):  # the real clips are whole
+        assert len(read_audio(wav, sf.info(wav).samplerate)) == sf.info(wav).frames

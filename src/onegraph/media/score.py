@@ -100,6 +100,10 @@ def read_audio(path: Path, sample_rate: int) -> np.ndarray:
                         hint="remove it from the folder, or convert it to WAV") from None
     if len(y) == 0:
         raise DataError(f"{path}: holds no samples (an empty or cut-off file)", hint="remove it from the folder")
+    cut = _wav_cut_short(path)
+    if cut is not None:  # libsndfile reads what is there: a shorter clip, padded by FixLength without a word
+        raise DataError(f"{path}: cut short: its header declares {cut[0]:,} bytes of samples, the file holds "
+                        f"{cut[1]:,}", hint="download or copy it again, or remove it from the folder")
     finite = np.isfinite(y)
     if not finite.all():
         sample = int(np.flatnonzero(~finite.all(axis=1))[0])
@@ -109,6 +113,30 @@ def read_audio(path: Path, sample_rate: int) -> np.ndarray:
         raise DataError(f"{path}: sampled at {sr} Hz; the model takes {sample_rate} Hz",
                         hint=f"resample it to {sample_rate} Hz first")
     return y.mean(axis=1, dtype=np.float32) if y.shape[1] > 1 else y[:, 0]
+
+
+def _wav_cut_short(path: Path) -> tuple[int, int] | None:
+    """``(declared, present)`` bytes of a RIFF WAV's ``data`` chunk when the file ends before it does, else None
+    (not a WAV, a streamed size of 0 or 0xFFFFFFFF, a complete file). Read from the chunk headers (RIFF: id,
+    little-endian 32-bit size), PCM and float alike."""
+    import struct
+
+    try:
+        with open(path, "rb") as f:
+            if f.read(4) != b"RIFF" or (f.read(4) and f.read(4) != b"WAVE"):
+                return None
+            size = os.fstat(f.fileno()).st_size
+            while True:
+                header = f.read(8)
+                if len(header) < 8:
+                    return None
+                kind, length = header[:4], struct.unpack("<I", header[4:])[0]
+                if kind == b"data":
+                    present = size - f.tell()
+                    return (length, present) if 0 < length < 0xFFFFFFFF and present < length else None
+                f.seek(length + (length & 1), os.SEEK_CUR)  # chunks are padded to even sizes
+    except OSError:
+        return None
 
 
 def read_folder(folder: str | os.PathLike, media: dict) -> tuple[list[str], list[np.ndarray]]:
