@@ -321,3 +321,25 @@ def test_a_wav_cut_short_is_refused_naming_it(tmp_path, subtype):
         read_audio(tmp_path / "cut.wav", 16000)
     for wav in sorted(SPEECH.rglob("*.wav")):  # the real clips are whole
         assert len(read_audio(wav, sf.info(wav).samplerate)) == sf.info(wav).frames
+
+
+def test_build_misuse_is_refused_naming_what(tmp_path):
+    """The user's reports: classes=[0, 1, 2] for a module of 10 logits ended in an ONNX checker error ("report this
+    pipeline to onegraph"), an empty sample in numpy's ValueError, a 0 x 5 image in onnxruntime's Gather error,
+    rtol=-1 in a parity table of zero differences that "diverge"."""
+    import onegraph.media as m
+    from onegraph.errors import ConfigError, DataError
+
+    torch.manual_seed(0)
+    pipe = m.ImagePipeline([m.Resize((8, 8)), m.ToFloat(), m.ToCHW()], channels=1)
+    net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 10))
+    x = np.random.default_rng(0).integers(0, 256, (4, 12, 12, 1), dtype=np.uint8)
+    with pytest.raises(ExportError, match=r"Sequential gives 10 logits per row but 3 classes were given"):
+        build(pipe, net, x, classes=[0, 1, 2])
+    with pytest.raises(DataError, match=r"the sample has shape \[0, 12, 12, 1\]: no images"):
+        build(pipe, None, x[:0])
+    with pytest.raises(DataError, match=r"\[1, 0, 5, 1\]: an axis of length 0"):
+        build(pipe, None, np.zeros((1, 0, 5, 1), np.uint8))
+    for option in ({"rtol": -1}, {"atol": float("nan")}):
+        with pytest.raises(ConfigError, match="is not a tolerance"):
+            build(pipe, None, x, **option)

@@ -155,6 +155,9 @@ def check_batch(pipeline: MediaPipeline, batch: Any, what: str) -> np.ndarray:
     if x.dtype != want:
         raise DataError(f"{what} is {x.dtype}; input {pipeline.input!r} takes {pipeline.dtype}",
                         hint=f"convert it with .astype(np.{want.name}) (images: uint8 0..255 as decoded)")
+    if 0 in x.shape:  # no image, or an image of no pixels: nothing for the libraries or the graph to run on
+        raise DataError(f"{what} has shape {list(x.shape)}: {'no ' + ('images' if pipeline.kind == 'image' else 'clips') if not len(x) else 'an axis of length 0'}",
+                        hint="give at least one image / clip of at least one pixel / sample")
     if x.dtype.kind == "f" and not np.isfinite(x).all():  # the libraries refuse it (librosa: "not finite")
         at = np.unravel_index(int(np.flatnonzero(~np.isfinite(x))[0]), x.shape)
         raise DataError(f"{what} holds {x[at]} at {list(map(int, at))}: the input takes finite values",
@@ -268,6 +271,9 @@ def build(pipeline: MediaPipeline, model: Any = None, sample: Any = None, *, cla
     """
     from onegraph.export import assemble
 
+    from onegraph.verify.parity import check_tolerances
+
+    check_tolerances(rtol=rtol, atol=atol)
     x_sample = None if sample is None else check_batch(pipeline, sample, "the sample")
     expected_features = None
     if x_sample is not None and (model is not None and type(model).__module__.split(".")[0] == "torch"

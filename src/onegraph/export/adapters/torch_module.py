@@ -125,7 +125,12 @@ class TorchModule(Adapter):
                                                    dtype=DOUBLE))
             y.shape = ir.Shape(["N", self.n_outputs])
             return ModelOutputs.regressor(y)
-        if self.output == "logits" and len(self.classes) == 2 and self.n_outputs == 1:
+        binary = self.output == "logits" and len(self.classes) == 2 and self.n_outputs == 1
+        if not binary and self.n_outputs != len(self.classes):
+            raise ExportError(f"{name} gives {self.n_outputs} {self.output} per row but {len(self.classes)} classes "
+                              f"were given ({', '.join(map(str, self.classes[:5]))}{', ...' if len(self.classes) > 5 else ''})",
+                              hint="give one class per output column, in the module's order")
+        if binary:
             p = expit(g, y)
             proba = g.op("Concat", g.op("Sub", g.const(np.float64(1.0), "one"), p, dtype=DOUBLE), p, axis=1,
                          dtype=DOUBLE)
