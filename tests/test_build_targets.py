@@ -31,7 +31,8 @@ def test_a_numeric_target_with_question_marks_is_refused_naming_them(cli, cars, 
     n = cars["Horsepower"].notna().sum()
     assert len(lines) == 1, out.stderr
     assert (f"target column 'Horsepower' has {cars['Horsepower'].nunique() + 1} distinct values, and {n} of its "
-            f"{len(cars)} values are numbers, but {len(missing)} are not: '?' (row {missing[0]})") in lines[0]
+            f"{len(cars)} values are numbers, but {len(missing)} {'is' if len(missing) == 1 else 'are'} not: '?' "
+            f"(row {missing[0]})") in lines[0]
     assert "make those cells empty" in lines[0]
     # the advice works: blank cells are rows without a target, and the numbers make a regression
     cars.to_csv(data, index=False)

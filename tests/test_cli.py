@@ -347,7 +347,7 @@ def test_build_names_why_a_distinct_text_column_is_left_out(tmp_path, cli):
     result = cli("build", str(tmp_path / "w.csv"), "--target", "weather", "-o", str(tmp_path / "w.onnx"))
     assert result.returncode == 0, result.stderr
     notes = {line.split("'")[1]: line for line in result.stderr.splitlines() if line.startswith("note: column")}
-    assert "299 of its 300 values are numbers, but 1 are not: '?' (row 7)" in notes["temp"]
+    assert "299 of its 300 values are numbers, but 1 is not: '?' (row 7)" in notes["temp"]
     assert "dates, but in several formats (50% ISO 8601, 50% '%m/%d/%Y')" in notes["when"]
     assert "no header in the file" in notes["Unnamed: 2"]
 

@@ -405,7 +405,8 @@ def _stray_numbers(values: pd.Series) -> str | None:
     words = list(dict.fromkeys(shown.astype(str).tolist()))
     listed = ", ".join(f"{w!r} (row {shown.index[shown.astype(str) == w][0]})" for w in words[:3])
     more = f" and {len(words) - 3} other value(s)" if len(words) > 3 else ""
-    return f"{len(present) - n_stray} of its {len(present)} values are numbers, but {n_stray} are not: {listed}{more}"
+    return (f"{len(present) - n_stray} of its {len(present)} values are numbers, but {n_stray} "
+            f"{'is' if n_stray == 1 else 'are'} not: {listed}{more}")
 
 
 #: a number written for people: a currency sign, thousands separators (``1,175.90``, ``1.175,90``, ``1 175``,
