@@ -343,3 +343,20 @@ def test_build_misuse_is_refused_naming_what(tmp_path):
     for option in ({"rtol": -1}, {"atol": float("nan")}):
         with pytest.raises(ConfigError, match="is not a tolerance"):
             build(pipe, None, x, **option)
+
+
+def test_a_16_bit_pgm_reads_as_the_same_pixels_as_a_16_bit_png(tmp_path):
+    """A P5 PGM of maxval 65535 (or 4095) opens in Pillow as mode I (scaled to 0..65535): it was refused as a
+    32-bit image of unknown range, though .pgm is a listed format and the same pixels as a 16-bit PNG score."""
+    from PIL import Image
+
+    from onegraph.media.score import read_image
+
+    g16 = (np.arange(60 * 80, dtype=np.uint32).reshape(60, 80) * 13 % 65536).astype(np.uint16)
+    (tmp_path / "p16.pgm").write_bytes(b"P5\n80 60\n65535\n" + g16.astype(">u2").tobytes())
+    Image.fromarray(g16).save(tmp_path / "same.png")
+    np.testing.assert_array_equal(read_image(tmp_path / "p16.pgm", 1), read_image(tmp_path / "same.png", 1))
+    g12 = (g16 % 4096).astype(np.uint16)
+    (tmp_path / "p12.pgm").write_bytes(b"P5\n80 60\n4095\n" + g12.astype(">u2").tobytes())
+    expected = np.rint(g12.astype(np.float64) * 16 / 257.0).astype(np.uint8)  # Pillow shifts 12 bits to 16, / 257
+    np.testing.assert_array_equal(read_image(tmp_path / "p12.pgm", 1)[..., 0], expected)
