@@ -79,7 +79,7 @@ def _eight_bit(path: Path, img: Any) -> Any:
     32-bit integer and float images (modes I, F) have no range to map: refused, naming the file."""
     from PIL import Image
 
-    # a PGM / PPM of more than 8 bits opens as mode I, shifted by Pillow to 16 bits whatever its maxval
+    # a PGM / PPM of more than 8 bits opens as mode I, widened by Pillow to 16 bits whatever its maxval
     if img.mode.startswith("I;16") or (img.mode == "I" and img.format == "PPM"):
         return Image.fromarray(np.rint(np.asarray(img, dtype=np.float64) / 257.0).astype(np.uint8), mode="L")
     if img.mode in ("I", "F"):
