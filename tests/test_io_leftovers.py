@@ -424,3 +424,21 @@ def test_a_file_named_as_another_format_is_named_so(tmp_path):
             read_table(tmp_path / name)
     frame.to_csv(tmp_path / "header.csv", index=False)  # begins "PAR1,BZh9": text
     pd.testing.assert_frame_equal(read_table(tmp_path / "header.csv"), frame)
+
+
+def test_a_parquet_files_named_index_is_read_as_its_columns(tmp_path):
+    """``cars.set_index("Name").to_parquet(path)`` keeps Name as the file's index: the model's column 'Name' was
+    "missing from the data". A named index is read as columns again, in the file's row order."""
+    import pandas as pd
+    from conftest import DATA
+
+    from onegraph.io import read_table
+
+    cars = pd.read_csv(DATA / "cars.csv")
+    cars.set_index("Name").to_parquet(tmp_path / "indexed.parquet")
+    cars.set_index(["Origin", "Name"]).to_parquet(tmp_path / "two.parquet")
+    got = read_table(tmp_path / "indexed.parquet")
+    assert got["Name"].tolist() == cars["Name"].tolist() and set(got.columns) == set(cars.columns)
+    assert read_table(tmp_path / "two.parquet")[["Origin", "Name"]].equals(cars[["Origin", "Name"]])
+    cars.to_parquet(tmp_path / "plain.parquet")  # a RangeIndex: nothing added
+    assert list(read_table(tmp_path / "plain.parquet").columns) == list(cars.columns)

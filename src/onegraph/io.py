@@ -256,7 +256,7 @@ def read_table(path: str | os.PathLike, *, dtypes: dict[str, str] | None = None,
         raise DataError(f"data file {p} does not exist", hint="check the path")
     if is_parquet_dataset(p):
         try:
-            return pd.read_parquet(p)
+            return _index_as_columns(pd.read_parquet(p))
         except Exception as exc:  # pyarrow's dataset errors (mixed schemas, unreadable part files)
             raise DataError(f"cannot read the Parquet dataset {p}: {exc}",
                             hint="check that its part files share one schema") from None
@@ -270,7 +270,7 @@ def read_table(path: str | os.PathLike, *, dtypes: dict[str, str] | None = None,
     try:
         if suffix in (".parquet", ".pq") and not compressed:
             _refuse_repeated_parquet_names(p)
-            return pd.read_parquet(p)
+            return _index_as_columns(pd.read_parquet(p))
         if suffix in _TEXT_TABLES:
             kinds = {s.name: s.kind for s in specs} if specs is not None else dict(dtypes or {})
             zones = {s.name: s.tz for s in specs or () if s.tz}
@@ -323,6 +323,15 @@ def _refuse_misnamed(p: Path, suffix: str, compressed: bool) -> None:
     if parquet and head and (found is None or found[1] != ".parquet"):
         raise DataError(f"data file {p} is named {p.suffix} but is not a Parquet file (Parquet begins and ends with "
                         f"PAR1; it starts {head[:6]!r})", hint="if it is a CSV, rename it to end in .csv")
+
+
+def _index_as_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    """A Parquet file pandas wrote from a frame with a named index (``df.set_index("Name").to_parquet()``) holds
+    that index as a column, which ``read_parquet`` restores as the index: a model's column ``Name`` was then
+    "missing from the data". A named index becomes columns again (rows keep their order)."""
+    if any(n is not None for n in frame.index.names):
+        return frame.reset_index()
+    return frame
 
 
 def _need_zstandard(p: Path, doing: str, instead: str) -> None:

@@ -61,9 +61,13 @@ def read_image(path: Path, channels: int) -> np.ndarray:
 
     if channels not in (1, 3):
         raise ConfigError(f"the model takes {channels}-channel images; files decode to 1 (L) or 3 (RGB) channels")
+    import warnings
+
     try:
-        with Image.open(path) as img:
-            arr = np.asarray(_eight_bit(path, img).convert("RGB" if channels == 3 else "L"))
+        with warnings.catch_warnings():  # an image of 89-179 million pixels: decoded, Pillow's warning unsaid
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with Image.open(path) as img:
+                arr = np.asarray(_eight_bit(path, img).convert("RGB" if channels == 3 else "L"))
     except Image.DecompressionBombError as exc:  # a header claiming billions of pixels: never decoded
         raise DataError(f"{path}: {str(exc).splitlines()[0][:160].rstrip('.')}",
                         hint="remove it from the folder; an image that large is no model input") from None
