@@ -362,3 +362,30 @@ def test_a_16_bit_pgm_reads_as_the_same_pixels_as_a_16_bit_png(tmp_path):
     expected = np.rint(np.asarray(Image.open(tmp_path / "p12.pgm"), dtype=np.float64) / 257.0).astype(np.uint8)
     assert Image.open(tmp_path / "p12.pgm").mode == "I" and expected.max() > 200
     np.testing.assert_array_equal(read_image(tmp_path / "p12.pgm", 1)[..., 0], expected)
+
+
+def test_score_options_that_do_not_apply_to_media_are_refused(tmp_path, capsys):
+    """--keep of a media model was ignored without a word, --spark on a folder of images advised converting it to
+    Parquet, scores written into the scored folder were read as an image by the next run, and the success line
+    listed every one of 257 feature columns."""
+    import onegraph.media as m
+    from PIL import Image
+
+    model = tmp_path / "img.onnx"
+    m.build(m.ImagePipeline([m.Resize((16, 16)), m.ToFloat()], channels=1), None, np.zeros((1, 8, 8, 1), np.uint8),
+            path=model)
+    folder = tmp_path / "imgs"
+    folder.mkdir()
+    for i in range(3):
+        Image.fromarray(np.full((8, 8), 40 * i, np.uint8)).save(folder / f"{i}.png")
+    out = folder / "scores.csv"
+    code, _, err = cli(capsys, "score", str(model), str(folder), "-o", str(out), "--keep", "foo")
+    assert code == 1 and "--keep 'foo': a media model scores files" in err and not out.exists()
+    code, _, err = cli(capsys, "score", str(model), str(folder), "-o", str(tmp_path / "s.parquet"), "--spark",
+                       "local[1]")
+    assert code == 1 and "--spark scores tables" in err and "Parquet" not in err.split(".")[-1]
+    for _ in range(2):  # the second run does not read the first run's scores as an image
+        code, stdout, err = cli(capsys, "score", str(model), str(folder), "-o", str(out))
+        assert code == 0, err
+        assert "columns file, features_0, features_1, features_2, ..., features_255 (257 columns)" in stdout
+    assert pd.read_csv(out)["file"].tolist() == ["0.png", "1.png", "2.png"]

@@ -208,6 +208,13 @@ def score(
 ) -> None:
     """Score DATA with MODEL and write one row of outputs per input row, in order."""
     if spark is not None:
+        from onegraph.io import is_parquet_dataset
+        from onegraph.media.score import media_input
+
+        if (data.is_dir() and not is_parquet_dataset(data)) or media_input(model, trusted=trusted) is not None:
+            raise OnegraphError("--spark scores tables (CSV or Parquet) with a model of columns; "
+                                f"{'MODEL is a media model' if data.is_file() or not data.is_dir() else f'{data} is a folder of files'}",
+                                hint="score images / audio without --spark: onegraph score MODEL FOLDER -o OUT.csv")
         from onegraph.extras import require
 
         require("spark")
@@ -226,10 +233,17 @@ def score(
     if (data.is_dir() and not is_parquet_dataset(data)) or not session.inputs:  # images / audio, or a media model
         from onegraph.media.score import score_folder
 
+        if keep:
+            raise OnegraphError(f"--keep {keep[0]!r}: a media model scores files, which have no columns to keep",
+                                hint="leave --keep out: the 'file' column names each row's file")
+
         start = time.perf_counter()
-        scores = score_folder(model, data, trusted=trusted, session=session)
+        scores = score_folder(model, data, trusted=trusted, session=session, skip=output)
         write_table(scores, output)
-        out.print(f"wrote {output}: {len(scores)} files, columns {', '.join(map(str, scores.columns))} "
+        named = list(map(str, scores.columns))
+        if len(named) > 12:  # features_0 ... features_4095: the first and last, and how many
+            named = [*named[:4], "...", f"{named[-1]} ({len(named)} columns)"]
+        out.print(f"wrote {output}: {len(scores)} files, columns {', '.join(named)} "
                   f"({time.perf_counter() - start:.2f} s)")
         return
     start = time.perf_counter()

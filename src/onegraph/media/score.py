@@ -144,16 +144,24 @@ def _wav_cut_short(path: Path) -> tuple[int, int] | None:
         return None
 
 
-def read_folder(folder: str | os.PathLike, media: dict) -> tuple[list[str], list[np.ndarray]]:
+def _without(files: list[tuple[str, Path]], skip: str | os.PathLike | None) -> list[tuple[str, Path]]:
+    """``files`` but ``skip`` (the scores being written into the folder: a second run read them as an image)."""
+    if skip is None or not Path(skip).exists():
+        return files
+    return [(name, p) for name, p in files if not os.path.samefile(p, skip)]
+
+
+def read_folder(folder: str | os.PathLike, media: dict, *, skip: str | os.PathLike | None = None
+                ) -> tuple[list[str], list[np.ndarray]]:
     """File names (paths under ``folder``) and decoded arrays of every file in ``folder`` (name order; or of
     ``folder`` itself when it is a file) for the model's ``media`` entry."""
     if media["kind"] == "image":
         if media["dtype"] != "uint8" or media["layout"] != "NHWC":
             raise ConfigError(f"the model takes {media['dtype']} {media['layout']} images; scoring folders needs a "
                               "uint8 NHWC input (files decode to it)", hint="rebuild it with dtype='uint8'")
-        files = _files(Path(folder), IMAGE_SUFFIXES)
+        files = _without(_files(Path(folder), IMAGE_SUFFIXES), skip)
         return [name for name, _ in files], [read_image(f, media["channels"]) for _, f in files]
-    files = _files(Path(folder), AUDIO_SUFFIXES)
+    files = _without(_files(Path(folder), AUDIO_SUFFIXES), skip)
     return [name for name, _ in files], [read_audio(f, media["sample_rate"]) for _, f in files]
 
 
@@ -185,7 +193,7 @@ def _refuse_ragged(names: list[str], results: list[list[np.ndarray]], output_nam
 
 
 def score_folder(model: Any, folder: str | os.PathLike, *, trusted: bool = False,
-                 session: Any = None) -> pd.DataFrame:
+                 session: Any = None, skip: str | os.PathLike | None = None) -> pd.DataFrame:
     """One row per file of ``folder``: ``file`` and the model's outputs (see the module docstring).
 
     Raises
@@ -202,7 +210,7 @@ def score_folder(model: Any, folder: str | os.PathLike, *, trusted: bool = False
         raise ConfigError(f"{model} takes table columns, not a folder of images or audio files",
                           hint="score a CSV or Parquet file (or a folder of Parquet part files) with it")
     session = session or cached_session(model, trusted=trusted)
-    names, arrays = read_folder(folder, media)
+    names, arrays = read_folder(folder, media, skip=skip)  # skip: the output, when written into the folder
     groups: dict[tuple, list[int]] = {}
     for i, arr in enumerate(arrays):
         groups.setdefault(arr.shape, []).append(i)
