@@ -389,3 +389,15 @@ def test_score_options_that_do_not_apply_to_media_are_refused(tmp_path, capsys):
         assert code == 0, err
         assert "columns file, features_0, features_1, features_2, ..., features_255 (257 columns)" in stdout
     assert pd.read_csv(out)["file"].tolist() == ["0.png", "1.png", "2.png"]
+
+
+@pytest.mark.parametrize("name, said", [(5, "input=5 is not a usable graph input name"),
+                                        ("features", "input='features' is the name of one of the graph's outputs")])
+def test_an_input_name_the_graph_cannot_have_is_refused(name, said):
+    """input=5 raised a TypeError; input="features" built a graph whose input and output shared a name and was
+    refused as a model file, with advice to edit its metadata."""
+    import onegraph.media as m
+    from onegraph.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=re.escape(said)):
+        m.ImagePipeline([m.ToFloat()], input=name)

@@ -78,8 +78,12 @@ class MediaPipeline:
         if kind == "audio" and not (isinstance(sample_rate, int) and sample_rate > 0):
             raise ConfigError(f"MediaPipeline: sample_rate={sample_rate!r} must be given for audio, in Hz")
         self.input = input or kind
-        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]*", self.input):
-            raise ConfigError(f"MediaPipeline: input={self.input!r} is not a usable graph input name")
+        if not isinstance(self.input, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.\-]*", self.input):
+            raise ConfigError(f"MediaPipeline: input={self.input!r} is not a usable graph input name",
+                              hint="give a name of letters, digits, '_', '.' or '-', e.g. input='image'")
+        if self.input in ("features", "label", "probabilities", "prediction"):  # the graph's own outputs
+            raise ConfigError(f"MediaPipeline: input={self.input!r} is the name of one of the graph's outputs",
+                              hint=f"give the input another name, e.g. input={kind!r}")
 
     # -- graph ---------------------------------------------------------------------------------------------
     def input_shape(self) -> list:
