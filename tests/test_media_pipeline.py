@@ -210,7 +210,6 @@ def test_files_the_model_cannot_take_together_are_named_in_one_line(tmp_path, ca
     reflect pad printed onnxruntime's log line beside its error and named no file; a decompression-bomb PNG was
     an internal error too. Each is one line naming the file, exit 1, nothing written."""
     import onegraph.media as m
-    from PIL import Image
 
     speech, _ = sf.read(SPEECH / "sentence_16k.wav", dtype="float32")
     (tmp_path / "aud").mkdir()

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 from rich.table import Table
 
-from onegraph.cli.base import app, err, out, reads_models, writes
+from onegraph.cli.base import app, out, reads_models, writes
 from onegraph.errors import OnegraphError, PassError
 
 __all__ = ["list_", "group", "inline_", "fuse"]
