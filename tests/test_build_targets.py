@@ -126,3 +126,17 @@ def test_class_codes_written_with_leading_zeros_keep_them(cli, penguins, tmp_pat
     assert built.returncode == 0 and "leading zeros" not in built.stderr, built.stderr
     labels = onegraph.score(tmp_path / "plain.onnx", plain.drop(columns="species"))["label"]
     assert set(labels) <= {1, 2, 3}
+
+
+def test_rows_without_a_target_value_are_counted_in_a_note(cli, tmp_path):
+    """Rows with an empty target cell were left out of the fit without a word (NA words had a note)."""
+    import pandas as pd
+    from conftest import DATA
+
+    cars = pd.read_csv(DATA / "cars.csv")
+    cars.loc[[3, 50, 51], "Origin"] = None
+    path = tmp_path / "cars.csv"
+    cars.to_csv(path, index=False)
+    done = cli("build", str(path), "--target", "Origin", "-o", str(tmp_path / "cars.onnx"))
+    assert done.returncode == 0, done.stderr
+    assert f"note: 3 of {len(cars)} rows have no 'Origin' value and are left out of the fit" in done.stderr

@@ -141,7 +141,11 @@ def build(
         _note_na_words(data, target)
     _note_decimal_comma(data)
     numeric = pd.api.types.is_numeric_dtype(frame[target].dtype)
+    rows = len(frame)
     frame, y = auto.known_target(frame, target, read_text_columns(data, [target], read=frame)[target])
+    if len(frame) < rows:  # an empty cell (or an NA word) is no target: say how many rows that takes out
+        err.print(f"note: {rows - len(frame)} of {rows} rows have no {target!r} value and are left out of the fit",
+                  markup=False)
     if numeric and not pd.api.types.is_numeric_dtype(y.dtype):  # codes with leading zeros
         code = auto.zero_padded(y)
         err.print(f"note: target {target!r} is written with leading zeros ({code!r}): its classes are the texts "
