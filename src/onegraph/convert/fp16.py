@@ -51,6 +51,7 @@ from onegraph.verify.lowprec import (
     relative_error,
 )
 from onegraph.verify.parity import check_tolerances
+from onegraph.verify.portable import subgraphs
 from onegraph.verify.runs import agreement, run
 
 __all__ = ["DEFAULTS", "convert_float16", "to_low_precision"]
@@ -271,17 +272,13 @@ def to_low_precision(fp32: onnx.ModelProto, block: list[str], fmt: str, keep_io_
     return m
 
 
-def _subgraphs(node: onnx.NodeProto) -> list[onnx.GraphProto]:
-    return [g for a in node.attribute for g in ([a.g] if a.type == onnx.AttributeProto.GRAPH else a.graphs)]
-
-
 def _outer_reads(graph: onnx.GraphProto, defined: set[str]) -> set[str]:
     """Names ``graph`` (and the subgraphs inside it) reads from enclosing scopes."""
     defined = defined | {v.name for v in graph.input} | {t.name for t in graph.initializer}
     reads: set[str] = set()
     for node in graph.node:
         reads.update(n for n in node.input if n and n not in defined)
-        for body in _subgraphs(node):
+        for body in subgraphs(node):
             reads |= _outer_reads(body, defined)
         defined |= set(node.output)
     return reads
@@ -290,7 +287,7 @@ def _outer_reads(graph: onnx.GraphProto, defined: set[str]) -> set[str]:
 def _rename_reads(graph: onnx.GraphProto, old: str, new: str) -> None:
     for node in graph.node:
         node.input[:] = [new if n == old else n for n in node.input]
-        for body in _subgraphs(node):
+        for body in subgraphs(node):
             _rename_reads(body, old, new)
 
 
@@ -303,7 +300,7 @@ def _cast_outer_scope_reads(model: onnx.ModelProto, fp32: onnx.ModelProto, block
     after = None
     nodes = []
     for node in model.graph.node:
-        bodies = _subgraphs(node) if node.name in block else []
+        bodies = list(subgraphs(node)) if node.name in block else []
         reads = set().union(*(_outer_reads(b, set()) for b in bodies)) if bodies else set()
         for name in sorted(reads):
             if before.get(name) != f32:

@@ -606,11 +606,16 @@ def resize_11(node: ir.Node, ctx: Context) -> Rewrite:
     return Rewrite(b.nodes, [out], f"rewritten as Resize-10 (scales {scales.tolist()}, mode {mode})")
 
 
+def _renamed(node: ir.Node, ctx: Context, op_type: str, how: str) -> Rewrite:
+    """``node`` as ``op_type``, same inputs and ``mode``: Upsample-9 and Resize-10 are one definition."""
+    b = Builder(node.name, ctx)
+    out = b.op(op_type, *node.inputs, mode=node.attributes.get_string("mode", "nearest"))
+    return Rewrite(b.nodes, [out], how)
+
+
 def resize_10(node: ir.Node, ctx: Context) -> Rewrite:
     """Resize-10 (no earlier version) -> Upsample-9, its same definition under its old name."""
-    b = Builder(node.name, ctx)
-    out = b.op("Upsample", *node.inputs, mode=node.attributes.get_string("mode", "nearest"))
-    return Rewrite(b.nodes, [out], "rewritten as Upsample-9")
+    return _renamed(node, ctx, "Upsample", "rewritten as Upsample-9")
 
 
 def resize_13(node: ir.Node, ctx: Context) -> Rewrite:
@@ -730,9 +735,7 @@ def resize_up_11(node: ir.Node, ctx: Context) -> Rewrite:
 def upsample_up_10(node: ir.Node, ctx: Context) -> Rewrite:
     """Upsample-9 -> Resize-10 (up): the same definition under its new name, so that the step to 11 is
     onegraph's (:func:`resize_up_11`), not onnx's adapter."""
-    b = Builder(node.name, ctx)
-    out = b.op("Resize", *node.inputs, mode=node.attributes.get_string("mode", "nearest"))
-    return Rewrite(b.nodes, [out], "rewritten as Resize-10")
+    return _renamed(node, ctx, "Resize", "rewritten as Resize-10")
 
 
 def clip_up_11(node: ir.Node, ctx: Context) -> Rewrite:

@@ -31,7 +31,7 @@ from onnx import TensorProto
 from onegraph.check import irsafe, native
 
 __all__ = ["STANDARD_DOMAINS", "LOCALE_DEPENDENT_OPS", "ONNXRUNTIME_OPS", "all_nodes", "portability_problems",
-           "onnxruntime_ops"]
+           "onnxruntime_ops", "subgraphs"]
 
 STANDARD_DOMAINS = ("", "ai.onnx", "ai.onnx.ml")
 #: onnxruntime's contrib operators onegraph writes ((domain, op_type) -> why), each locale-free
@@ -40,7 +40,8 @@ LOCALE_DEPENDENT_OPS = ("StringNormalizer",)
 _FLOATS = {TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.BFLOAT16}
 
 
-def _subgraphs(node: onnx.NodeProto) -> Iterator[onnx.GraphProto]:
+def subgraphs(node: onnx.NodeProto) -> Iterator[onnx.GraphProto]:
+    """The graphs ``node`` holds in its attributes (``If`` branches, ``Loop`` / ``Scan`` bodies)."""
     for attr in node.attribute:
         if attr.type == onnx.AttributeProto.GRAPH:
             yield attr.g
@@ -51,7 +52,7 @@ def _subgraphs(node: onnx.NodeProto) -> Iterator[onnx.GraphProto]:
 def _nodes(graph: onnx.GraphProto, where: str) -> Iterator[tuple[onnx.NodeProto, str]]:
     for node in graph.node:
         yield node, where
-        for sub in _subgraphs(node):
+        for sub in subgraphs(node):
             yield from _nodes(sub, f"{where} > {node.op_type} {node.name or ''}".rstrip())
 
 
@@ -61,7 +62,7 @@ def all_nodes(model: onnx.ModelProto) -> Iterator[tuple[onnx.NodeProto, str]]:
     for fn in model.functions:
         for node in fn.node:
             yield node, f"function {fn.domain}.{fn.name}"
-            for sub in _subgraphs(node):
+            for sub in subgraphs(node):
                 yield from _nodes(sub, f"function {fn.domain}.{fn.name} > {node.op_type}")
 
 
@@ -90,7 +91,7 @@ def _typed(model: onnx.ModelProto) -> tuple[dict[str, int], onnx.GraphProto] | N
         for t in graph.initializer:
             types[t.name] = t.data_type
         for node in graph.node:
-            for sub in _subgraphs(node):
+            for sub in subgraphs(node):
                 collect(sub)
 
     collect(inferred.graph)
