@@ -22,40 +22,35 @@ OutputOpt = Annotated[Path, typer.Option("-o", "--output", help="Where to write 
 
 def _transform(model: Path, output: Path, change: Callable) -> object:
     """Load ``model``, apply ``change(ir_model)``, check the result and write it atomically to ``output``."""
-    from onegraph.check import irsafe, native
-    from onegraph.check.loader import load_ir
+    from onegraph.check import irsafe
+    from onegraph.check.loader import load_ir, load_model
     from onegraph.io import save_model
 
     ir_model = load_ir(model)
     result = change(ir_model)
     proto = irsafe.to_proto(ir_model, f"the result of {model}")
-    try:
-        native.check_model(proto, full_check=True)  # the result is derived from a file: checked there
-    except native.NativeCrash:
-        raise
-    except Exception as exc:  # the checker raises ValidationError / InferenceError
-        reason = " ".join(str(exc).split()).rstrip(".")
-        if _fails_checker(model):  # the input's own fault, which the change only carried over
+    reason = _checker_failure(proto)  # the result is derived from a file: checked in the checking process
+    if reason is not None:
+        if _checker_failure(load_model(model)) is not None:  # the input's own fault, which the change carried over
             raise OnegraphError(f"model file {model} does not pass the ONNX checker: {reason}",
-                                hint=f"`onegraph check {model}` lists every finding; nothing was written") from None
+                                hint=f"`onegraph check {model}` lists every finding; nothing was written")
         raise OnegraphError(f"the result does not pass the ONNX checker: {reason}",
-                            hint="report this model to onegraph; nothing was written") from None
+                            hint="report this model to onegraph; nothing was written")
     save_model(proto, output)
     return result
 
 
-def _fails_checker(model: Path) -> bool:
-    """Whether the input model itself fails onnx's full check (run in the checking process)."""
+def _checker_failure(proto: object) -> str | None:
+    """onnx's full check of ``proto`` (run in the checking process): its verdict in one line, or None."""
     from onegraph.check import native
-    from onegraph.check.loader import load_model
 
     try:
-        native.check_model(load_model(model), full_check=True)
+        native.check_model(proto, full_check=True)
     except native.NativeCrash:
         raise
-    except Exception:  # noqa: BLE001 - any checker verdict: the input fails
-        return True
-    return False
+    except Exception as exc:  # noqa: BLE001 - the checker raises ValidationError / InferenceError
+        return " ".join(str(exc).split()).rstrip(".")
+    return None
 
 
 @functions_app.command("list")
