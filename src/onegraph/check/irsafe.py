@@ -48,8 +48,8 @@ def from_proto(proto: Any, what: str = "the model") -> Any:
     import onnx_ir as ir
 
     seen: set[tuple[str, str, str]] = set()
-    for f in getattr(proto, "functions", ()):  # onnx-ir keeps the last of two: a silent choice of body
-        key = (f.domain, f.name, getattr(f, "overload", ""))
+    for f in proto.functions:  # onnx-ir keeps the last of two: a silent choice of body
+        key = (f.domain, f.name, f.overload)
         if key in seen:
             raise ModelFileError(f"{what} is invalid: it defines the model-local function "
                                  f"{':'.join(k for k in key if k)!r} twice", hint="`onegraph check` lists every finding")

@@ -215,9 +215,10 @@ def score(
         from onegraph.io import is_parquet_dataset
         from onegraph.media.score import media_input
 
-        if (data.is_dir() and not is_parquet_dataset(data)) or media_input(model, trusted=trusted) is not None:
-            raise OnegraphError("--spark scores tables (CSV or Parquet) with a model of columns; "
-                                f"{'MODEL is a media model' if data.is_file() or not data.is_dir() else f'{data} is a folder of files'}",
+        files = data.is_dir() and not is_parquet_dataset(data)
+        if files or media_input(model, trusted=trusted) is not None:
+            why = f"{data} is a folder of files" if files else "MODEL is a media model"
+            raise OnegraphError(f"--spark scores tables (CSV or Parquet) with a model of columns; {why}",
                                 hint="score images / audio without --spark: onegraph score MODEL FOLDER -o OUT.csv")
         from onegraph.extras import require
 

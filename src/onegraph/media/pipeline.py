@@ -160,7 +160,8 @@ def check_batch(pipeline: MediaPipeline, batch: Any, what: str) -> np.ndarray:
         raise DataError(f"{what} is {x.dtype}; input {pipeline.input!r} takes {pipeline.dtype}",
                         hint=f"convert it with .astype(np.{want.name}) (images: uint8 0..255 as decoded)")
     if 0 in x.shape:  # no image, or an image of no pixels: nothing for the libraries or the graph to run on
-        raise DataError(f"{what} has shape {list(x.shape)}: {'no ' + ('images' if pipeline.kind == 'image' else 'clips') if not len(x) else 'an axis of length 0'}",
+        empty = "an axis of length 0" if len(x) else f"no {'images' if pipeline.kind == 'image' else 'clips'}"
+        raise DataError(f"{what} has shape {list(x.shape)}: {empty}",
                         hint="give at least one image / clip of at least one pixel / sample")
     if x.dtype.kind == "f" and not np.isfinite(x).all():  # the libraries refuse it (librosa: "not finite")
         at = np.unravel_index(int(np.flatnonzero(~np.isfinite(x))[0]), x.shape)

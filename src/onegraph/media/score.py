@@ -128,7 +128,8 @@ def _wav_cut_short(path: Path) -> tuple[int, int] | None:
 
     try:
         with open(path, "rb") as f:
-            if f.read(4) != b"RIFF" or (f.read(4) and f.read(4) != b"WAVE"):
+            riff, _, wave = f.read(4), f.read(4), f.read(4)  # "RIFF", the file's size, "WAVE"
+            if riff != b"RIFF" or wave != b"WAVE":
                 return None
             size = os.fstat(f.fileno()).st_size
             while True:
