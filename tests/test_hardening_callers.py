@@ -42,27 +42,25 @@ def _duplicate_outputs() -> onnx.ModelProto:
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
 
 
-def _function_of_another_opset() -> onnx.ModelProto:
-    """A local function whose opset differs from the model's: onnx-ir's inliner raises ValueError."""
-    f = helper.make_function("local", "F", ["a"], ["b"], [helper.make_node("Relu", ["a"], ["b"])],
-                             [helper.make_opsetid("", 21)])
-    g = helper.make_graph([helper.make_node("F", ["x"], ["y"], domain="local")], "fn",
+def _calling(name: str, body: list[onnx.NodeProto], function_opset: int, model_opset: int) -> onnx.ModelProto:
+    """A model whose graph is one call of the local function ``local:name`` (``a`` -> ``b``) of ``body``."""
+    f = helper.make_function("local", name, ["a"], ["b"], body, [helper.make_opsetid("", function_opset)])
+    g = helper.make_graph([helper.make_node(name, ["x"], ["y"], domain="local")], "fn",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
-    return helper.make_model(g, functions=[f], opset_imports=[helper.make_opsetid("", 17),
+    return helper.make_model(g, functions=[f], opset_imports=[helper.make_opsetid("", model_opset),
                                                               helper.make_opsetid("local", 1)], ir_version=10)
+
+
+def _function_of_another_opset() -> onnx.ModelProto:
+    """A local function whose opset differs from the model's: onnx-ir's inliner raises ValueError."""
+    return _calling("F", [helper.make_node("Relu", ["a"], ["b"])], 21, 17)
 
 
 def _undefined_in_a_function() -> onnx.ModelProto:
     """A function body reading a value nothing defines: onnx-ir reads it anyway (a new value, and a logged
     warning line beside the error), inline failed with a repr of its clone_node call, fuse blamed the result."""
-    f = helper.make_function("local", "Bad", ["a"], ["b"], [helper.make_node("Add", ["a", "ghost"], ["b"])],
-                             [helper.make_opsetid("", 18)])
-    g = helper.make_graph([helper.make_node("Bad", ["x"], ["y"], domain="local")], "fn",
-                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
-                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
-    return helper.make_model(g, functions=[f], opset_imports=[helper.make_opsetid("", 18),
-                                                              helper.make_opsetid("local", 1)], ir_version=9)
+    return _calling("Bad", [helper.make_node("Add", ["a", "ghost"], ["b"])], 18, 18)
 
 
 def _function_defined_twice() -> onnx.ModelProto:
