@@ -26,7 +26,7 @@ from onegraph.check.loader import load_model, read_model
 from onegraph.check.options import session_options
 from onegraph.contract import metadata as meta
 from onegraph.contract.columns import MISSING_STRING, NA_INT64, ColumnSpec
-from onegraph.contract.feeds import to_feed
+from onegraph.contract.feeds import text_bytes, to_feed
 from onegraph.contract.outputs import check_entries
 from onegraph.contract.rows import RowFeeds
 from onegraph.contract.tables import column_reader
@@ -160,6 +160,11 @@ class Session:
         Raises :class:`~onegraph.errors.MissingColumnError` / :class:`~onegraph.errors.ColumnTypeError`
         naming the column at fault.
         """
+        return self._feeds(data)
+
+    def _feeds(self, data: Any, as_bytes: bool = False) -> tuple[int, dict[str, np.ndarray]]:
+        """:meth:`feeds`; with ``as_bytes``, long Arrow text columns as fixed-width bytes
+        (:func:`~onegraph.contract.feeds.text_bytes`), for feeds that go to onnxruntime only."""
         if self.media is not None:
             return self._media_feeds(data)
         t = type(data)
@@ -180,7 +185,9 @@ class Session:
                 given = {str(c) for c in names}
                 missing = [s.name for s in self.inputs if s.name not in given]
                 raise MissingColumnError(missing or spec.name, [str(c) for c in names]) from None
-            arr = to_feed(spec, values)
+            arr = text_bytes(spec, values) if as_bytes and spec.kind == "string" else None
+            if arr is None:
+                arr = to_feed(spec, values)
             if len(arr) != n:
                 raise DataError(f"column {spec.name!r} has {len(arr)} values for {n} rows")
             feeds[spec.name] = arr
@@ -223,7 +230,7 @@ class Session:
     def _checked(self, data: Any, unsettled: bool = False) -> tuple[list[np.ndarray], bool]:
         """The outputs for ``data`` (rows refused by a check or unanswered for ±inf raise), and whether every
         answer is finite (then no label needs marking missing)."""
-        n, feeds = self.feeds(data)
+        n, feeds = self._feeds(data, as_bytes=self.sequence is None)
         if n == 0:
             return self._empty_outputs(), True
         if self.sequence is not None:
@@ -435,7 +442,12 @@ def _missing_rows(feeds: dict[str, np.ndarray], n: int) -> np.ndarray:
             missing |= (rows == NA_INT64).any(axis=1)
         elif rows.dtype == object:
             missing |= (rows == MISSING_STRING).any(axis=1)
+        elif rows.dtype.kind == "S":  # text as bytes (contract.feeds.text_bytes)
+            missing |= (rows == _MISSING_BYTES).any(axis=1)
     return missing
+
+
+_MISSING_BYTES = MISSING_STRING.encode("utf-8")
 
 
 def _all_finite(value: np.ndarray) -> bool:
