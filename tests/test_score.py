@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 
 import numpy as np
@@ -183,3 +184,43 @@ def test_one_row_given_as_a_series_keeps_its_label(penguins_onnx, penguins):
     framed = onegraph.score(penguins_onnx, rows.loc[[105]])
     pd.testing.assert_frame_equal(one, framed)
     assert list(one.index) == [105]
+
+
+def test_a_file_is_looked_at_again_after_a_millisecond_or_a_write(fitted, tmp_path, penguins, monkeypatch):
+    """score(path) trusts the file it looked at for RECHECK_NS (1 ms) without an os.stat; a file written by
+    onegraph in this process, or after the window by anyone, is seen on the next call."""
+    import importlib
+    import time
+
+    score_module = importlib.import_module("onegraph.runtime.score")  # the module (the package exports the function)
+
+    pipe, model, frame = fitted
+    path = tmp_path / "m.onnx"
+    onegraph.save_model(model, path)
+    rows = frame.head(2)
+    assert "label" in onegraph.score(path, rows).columns
+    looks = []
+    real_stat = os.stat
+    monkeypatch.setattr(score_module.os, "stat", lambda p, *a, **k: (looks.append(p), real_stat(p, *a, **k))[1])
+    monkeypatch.setattr(score_module, "RECHECK_NS", 10**12)  # a slow machine stays within the window
+    onegraph.score(path, rows)
+    assert looks == []  # within the window: no system call
+    # rewritten by onegraph itself (build's atomic write): seen at once, window or not
+    onegraph.build(StandardScaler().fit(frame[NUMERIC]), None, frame, path=path)
+    looks.clear()
+    assert list(onegraph.score(path, rows).columns) == NUMERIC and path in looks
+    # rewritten by another program (onnx.save, as another process would): seen once the window has passed
+    onnx.save(model, path)
+    monkeypatch.setattr(score_module, "RECHECK_NS", 1_000_000)
+    time.sleep(0.002)
+    assert "label" in onegraph.score(path, rows).columns
+
+
+def test_a_missing_file_is_looked_at_on_every_call(tmp_path, fitted):
+    _, model, frame = fitted
+    path = tmp_path / "gone.onnx"
+    for _ in range(2):
+        with pytest.raises(ModelFileError):
+            onegraph.score(path, frame.head(1))
+    onegraph.save_model(model, path)
+    assert "label" in onegraph.score(path, frame.head(1)).columns

@@ -30,6 +30,7 @@ from typing import Any
 import pandas as pd
 
 from onegraph.errors import DataError, OnegraphError
+from onegraph.written import note_write
 
 __all__ = ["atomic_path", "check_output_path", "TABLE_SUFFIXES", "write_bytes", "save_model", "is_parquet_dataset",
            "read_table", "read_text_columns", "write_table", "na_words", "NA_WORDS", "csv_dialect",
@@ -75,6 +76,7 @@ def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
         yield tmp_path
         os.chmod(tmp_path, mode)
         os.replace(tmp_path, target)
+        note_write()
     except OSError as exc:
         raise OnegraphError(f"cannot write {target}: {exc.strerror}") from None
     finally:
