@@ -224,3 +224,17 @@ def test_a_missing_file_is_looked_at_on_every_call(tmp_path, fitted):
             onegraph.score(path, frame.head(1))
     onegraph.save_model(model, path)
     assert "label" in onegraph.score(path, frame.head(1)).columns
+
+
+def test_rows_taken_from_one_frame_share_where_its_columns_are(fitted):
+    """A loop of ``score(model, df.iloc[[i]])``: each row is a new DataFrame with an Index of its own, over the
+    same labels; where each input sits is worked out once, and a frame of the same labels in another order
+    is read by its own order."""
+    pipe, model, frame = fitted
+    session = onegraph.Session(model)
+    for i in (3, 10, 200):
+        assert_scores(session.score(frame.iloc[[i]]), expected(pipe, frame.iloc[[i]]))
+    assert len(session._rows._positions) == 1
+    reordered = frame[frame.columns[::-1]]
+    assert_scores(session.score(reordered.iloc[[5]]), expected(pipe, frame.iloc[[5]]))
+    assert len(session._rows._positions) == 2

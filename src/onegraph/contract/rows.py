@@ -80,7 +80,7 @@ class RowFeeds:
                  for s in specs]
         #: (input name, conversion, reshape to [N, 1]) per input; None when an input kind has no fast path
         self.plan = None if None in codes else [(s.name, c, s.name in rank2) for s, c in zip(specs, codes)]
-        self._positions: dict[int, tuple[pd.Index, list[int] | None]] = {}
+        self._positions: dict[int, tuple[Any, list[int] | None]] = {}
 
     def record(self, record: dict) -> dict[str, np.ndarray] | None:
         """Feeds for one row given as a dict of scalars; None when a column is absent or a value is not a
@@ -151,9 +151,11 @@ class RowFeeds:
 
     def _column_positions(self, columns: pd.Index) -> list[int] | None:
         """Where each input is among ``columns`` (None: one is absent or repeated), remembered for the last
-        few Index objects: rows taken from one DataFrame share its Index, which pandas never changes in place."""
-        entry = self._positions.get(id(columns))
-        if entry is not None and entry[0] is columns:
+        few column labels: rows taken from one DataFrame (``df.iloc[[i]]``) get Index objects of their own
+        that share its labels' array, which pandas never changes in place."""
+        labels = getattr(columns, "_data", columns)  # pandas internals; the Index itself otherwise
+        entry = self._positions.get(id(labels))
+        if entry is not None and entry[0] is labels:
             return entry[1]
         names = columns.tolist()
         where = {n: i for i, n in enumerate(names)}
@@ -161,7 +163,7 @@ class RowFeeds:
         positions = None if -1 in found or len(where) != len(names) else found  # absent, or names repeated
         if len(self._positions) >= 8:
             self._positions.pop(next(iter(self._positions)))
-        self._positions[id(columns)] = (columns, positions)  # holds the Index, so its id is not reused
+        self._positions[id(labels)] = (labels, positions)  # holds the labels, so their id is not reused
         return positions
 
 
