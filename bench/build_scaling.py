@@ -5,7 +5,7 @@ is real: each of the K text columns is one of the penguins table's text columns 
 rows permuted (seeded), so every column has the categories and the missing values the real column has. Anchor,
 measured in the same run: scikit-learn's ``fit`` of the same pipeline (its cost also grows with the columns).
 
-    python bench/build_scaling.py            # --columns 125 250 500 --rows 344 --rounds 2
+    python bench/build_scaling.py            # --columns 125 250 500 --rows 344 --rounds 3
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--columns", type=int, nargs="+", default=[125, 250, 500])
     parser.add_argument("--rows", type=int, default=344)
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     import onegraph
 
@@ -73,7 +73,8 @@ def main() -> None:
               f"(columns {k / first:.0f}x)")
     if 250 in best and 500 in best:
         ratio = best[500][1] / best[250][1]
-        print(f"target: 500 columns <= 2.2x the build time of 250: {ratio:.2f}x — {'met' if ratio <= 2.2 else 'MISSED'}")
+        print(f"target: 500 columns <= 2.2x the build time of 250: {ratio:.2f}x — {'met' if ratio <= 2.2 else 'MISSED'} "
+              f"(scikit-learn's fit, the anchor: {best[500][0] / best[250][0]:.2f}x)")
 
 
 if __name__ == "__main__":
