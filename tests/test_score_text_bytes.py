@@ -108,3 +108,19 @@ def test_short_or_non_arrow_columns_keep_the_object_path(airports_model):
     assert text_bytes(spec, rows["city"].astype(object).to_numpy()) is None
     assert text_bytes(spec, rows["city"].astype("string[python]").array) is None
     assert text_bytes(ColumnSpec("city", "float", "double"), rows["city"].array) is None
+
+
+def test_a_long_text_keeps_the_object_path(airports_model):
+    """The bytes feed is as wide as the longest text on every row: a column holding one long text (a pasted
+    paragraph) goes as objects, as it would take its width on each of 10,128 rows; 63 bytes still go as
+    bytes."""
+    _, model, rows = airports_model
+    rows = rows.copy()
+    rows.loc[17, "city"] = "Colorado Springs" * 4  # 64 bytes: with its NUL, one past the widest bytes feed
+    spec = ColumnSpec("city", "string", "string")
+    assert text_bytes(spec, rows["city"].array) is None
+    assert text_bytes(spec, rows["state"].array) is not None
+    rows.loc[17, "city"] = "Colorado Springs" * 3 + "Colorado Spring"  # 63 bytes
+    assert text_bytes(spec, rows["city"].array).dtype.itemsize == 64
+    np.testing.assert_array_equal(onegraph.score(model, rows)["prediction"].to_numpy(),
+                                  onegraph.score(model, _as_objects(rows))["prediction"].to_numpy())

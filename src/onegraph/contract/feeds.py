@@ -792,7 +792,8 @@ def text_bytes(spec: ColumnSpec, values: Any) -> np.ndarray | None:
     """A text column of more than 4,096 Arrow-backed values (pandas' ``str`` / ``string[pyarrow]``,
     ``ArrowDtype``, a polars or Arrow table's column) as the string input's feed in onnxruntime's fastest
     form: fixed-width UTF-8 bytes (numpy ``S``), missing values as ``MISSING_STRING``. None for any other
-    column, or texts holding a NUL character: :func:`to_feed` then gives the object array.
+    column, texts holding a NUL character, or texts longer than :data:`TEXT_BYTES_WIDTH` bytes less one:
+    :func:`to_feed` then gives the object array.
 
     onnxruntime's Python binding copies a ``S`` array's items as C strings without creating a Python object
     per row (about a third of the time of an object array; ``bench/latency.py``'s batch), and reads an item
@@ -810,10 +811,16 @@ def text_bytes(spec: ColumnSpec, values: Any) -> np.ndarray | None:
     listed, codes = _arrow_words(spec, pa_array)
     words = [w.encode("utf-8") for w in listed]  # Arrow holds valid UTF-8 only
     words.append(MISSING_STRING.encode("utf-8"))
-    if any(b"\x00" in w for w in words):
-        return None
     width = max(map(len, words)) + 1
+    if width > TEXT_BYTES_WIDTH or any(b"\x00" in w for w in words):
+        return None
     return np.asarray(words, dtype=f"S{width}")[codes]
+
+
+#: the widest fixed-width text feed, in bytes (with its NUL): a row costs no more than onnxruntime's own copy
+#: of a text that long (a 32-byte ``std::string`` and its buffer); a column holding one long text (a pasted
+#: paragraph) among many rows would otherwise take that text's width on every row
+TEXT_BYTES_WIDTH = 64
 
 
 #: nanoseconds per unit of the datetime64 units coarser than the graph's
