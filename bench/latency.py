@@ -117,6 +117,7 @@ def main() -> None:
     _, row_feeds = session.feeds(row)
     row_s2o = s2o_feeds(row)
     s2o_names = [o.name for o in s2o.get_outputs()]
+    run_options = ort.RunOptions()
 
     single = interleaved({
         "scikit-learn predict_proba (DataFrame)": lambda: pipe.predict_proba(row),
@@ -127,6 +128,9 @@ def main() -> None:
         "bare run, skl2onnx graph": lambda: s2o.run(s2o_names, row_s2o),
         # the pieces, for the floors printed below
         "binding run, onegraph graph": lambda: session.run_feeds(row_feeds),
+        # the graphs alone: onnxruntime's binding, the same call for both (no Python validation around it)
+        "graph alone, onegraph": lambda: bare._sess.run(out_names, row_feeds, run_options),
+        "graph alone, skl2onnx": lambda: s2o._sess.run(s2o_names, row_s2o, run_options),
         "Session.score (DataFrame)": lambda: session.score(row),
         "Session.score (dict)": lambda: session.score(record),
         "Session.run (dict): feeds, run, checks": lambda: session.run(record),
@@ -154,13 +158,15 @@ def main() -> None:
         ("single row, DataFrame: onegraph / bare run", df_t / floor, "<= 2"),
         ("single row, dict: onegraph / bare run", dict_t / floor, "<= 1.3"),
         ("graph run: onegraph / skl2onnx", floor / s2o_floor, "<= 1"),
+        ("graph alone (binding): onegraph / skl2onnx", single["graph alone, onegraph"]
+         / single["graph alone, skl2onnx"], "(info)"),
         ("single row: skl2onnx path / onegraph", single["skl2onnx + onnxruntime (DataFrame)"] / df_t, "(info)"),
         (f"{len(big):,} rows: scikit-learn / onegraph", batch["scikit-learn predict_proba"] / batch["onegraph.score"], ">= 3"),
         (f"{len(big):,} rows: skl2onnx path / onegraph", batch["skl2onnx + onnxruntime"] / batch["onegraph.score"], "(info)"),
     ]
     print("ratios:")
     for name, value, target in ratios:
-        print(f"  {name:50s} {value:8.2f}x   target {target}{_verdict(value, target)}")
+        print(f"  {name:52s} {value:8.2f}x   target {target}{_verdict(value, target)}")
     floors(single)
 
 
