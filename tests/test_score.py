@@ -9,6 +9,7 @@ import numpy as np
 import onnx
 import pandas as pd
 import pytest
+from sklearn.base import clone
 from sklearn.compose import ColumnTransformer
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
@@ -238,3 +239,114 @@ def test_rows_taken_from_one_frame_share_where_its_columns_are(fitted):
     reordered = frame[frame.columns[::-1]]
     assert_scores(session.score(reordered.iloc[[5]]), expected(pipe, frame.iloc[[5]]))
     assert len(session._rows._positions) == 2
+
+
+def _score_module():
+    import importlib
+
+    return importlib.import_module("onegraph.runtime.score")  # the module (the package exports the function)
+
+
+def test_a_relative_path_is_the_file_of_the_working_folder(fitted, frame_models, tmp_path, monkeypatch):
+    """Two folders, a model.onnx in each: a relative path names the current folder's, whatever the window (the
+    1 ms shortcut is for absolute paths only; a new user's loop got the other folder's model 87 times in 200)."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first, second = frame_models
+    onegraph.save_model(first, tmp_path / "a" / "model.onnx")
+    onegraph.save_model(second, tmp_path / "b" / "model.onnx")
+    monkeypatch.setattr(_score_module(), "RECHECK_NS", 10**12)
+    rows = fitted[2].head(3)
+    want = {f: onegraph.score(tmp_path / f / "model.onnx", rows).columns.tolist() for f in "ab"}
+    assert want["a"] != want["b"]
+    for folder in "abab":
+        monkeypatch.chdir(tmp_path / folder)
+        assert onegraph.score("model.onnx", rows).columns.tolist() == want[folder]
+
+
+@pytest.fixture
+def frame_models(fitted):
+    """The penguins classifier and a scaler of its numbers: two models of other outputs."""
+    _, model, frame = fitted
+    return model, onegraph.build(StandardScaler().fit(frame[NUMERIC]), None, frame)
+
+
+def test_a_copy_keeping_the_time_and_size_is_seen(fitted, tmp_path, monkeypatch):
+    """``shutil.copy2`` of a model of the same size over the scored file keeps its inode, size and modification
+    time; the inode's change time tells it apart (the old key never did: the old model was scored for good)."""
+    pipe, model, frame = fitted
+    other = make_pipeline(clone(pipe[0]), LogisticRegression(C=2.0, max_iter=1000)).fit(frame, pipe.predict(frame))
+    live, spare = tmp_path / "live.onnx", tmp_path / "spare.onnx"
+    onegraph.save_model(model, live)
+    onegraph.build(other, None, frame, path=spare)
+    assert live.stat().st_size == spare.stat().st_size
+    rows = frame.head(5)
+    before = onegraph.score(live, rows)
+    monkeypatch.setattr(_score_module(), "RECHECK_NS", 0)
+    stamp = live.stat().st_mtime_ns
+    live.write_bytes(spare.read_bytes())  # in place, as copy2 writes
+    os.utime(live, ns=(stamp, stamp))
+    after = onegraph.score(live, rows)
+    np.testing.assert_array_equal(after.iloc[:, 1:].to_numpy(), onegraph.Session(spare).score(rows).iloc[:, 1:].to_numpy())
+    assert not np.array_equal(after.iloc[:, 1:].to_numpy(), before.iloc[:, 1:].to_numpy())
+
+
+def test_a_session_of_a_file_that_changed_while_it_was_read_is_not_cached(fitted, tmp_path, monkeypatch):
+    """The file's version is looked at before it is read: a file replaced (or created) in between gives a session
+    that may be of another version than the key says; it serves that call and is not kept (a file deleted
+    for good had been scored with such a session)."""
+    _, model, frame = fitted
+    score_module = _score_module()
+    path = tmp_path / "m.onnx"
+    onegraph.save_model(model, path)
+    real = score_module.Session
+
+    def touched(*args, **kwargs):
+        session = real(*args, **kwargs)
+        os.utime(path, ns=(1, 1))  # another process rewrote it meanwhile
+        return session
+
+    monkeypatch.setattr(score_module, "Session", touched)
+    assert "label" in onegraph.score(path, frame.head(1)).columns
+    assert not any(s._owner == path for s in score_module._CACHE.values() if hasattr(s, "_owner"))
+    monkeypatch.setattr(score_module, "RECHECK_NS", 0)
+    path.unlink()
+    with pytest.raises(ModelFileError, match="does not exist"):
+        onegraph.score(path, frame.head(1))
+
+
+def test_a_model_path_holding_a_nul_is_a_missing_file():
+    with pytest.raises(ModelFileError, match="does not exist: its path holds a NUL"):
+        onegraph.score("models/a\x00b.onnx", {"bill_length_mm": 1.0})
+
+
+def test_threads_scoring_two_models_each_get_their_own(fitted, frame_models, tmp_path):
+    """The last call's path, session and time are one tuple read and replaced whole: a thread switch between
+    two of them had given one thread the other's model (a new user's probe: 64 of 40,000 calls)."""
+    import sys
+    import threading
+
+    first, second = frame_models
+    paths = [tmp_path / "first.onnx", tmp_path / "second.onnx"]
+    onegraph.save_model(first, paths[0])
+    onegraph.save_model(second, paths[1])
+    row = fitted[2].head(1)
+    want = [onegraph.score(p, row).columns.tolist() for p in paths]
+    wrong = []
+
+    def loop(i: int) -> None:
+        for _ in range(1500):
+            if onegraph.score(paths[i], row).columns.tolist() != want[i]:
+                wrong.append(i)
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)  # switch threads as often as the interpreter allows
+    try:
+        threads = [threading.Thread(target=loop, args=(i,)) for i in (0, 1)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert wrong == []

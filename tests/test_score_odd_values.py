@@ -302,6 +302,28 @@ def test_text_holding_the_missing_marker_is_refused_naming_column_and_row(sessio
     assert len(session.score(ok)) == 5  # the same rows without the marker score
 
 
+@pytest.mark.parametrize("container", ["category", "many rows category", "arrow dictionary", "many rows arrow dictionary",
+                                       "polars enum"])
+def test_a_category_holding_the_marker_that_no_row_holds_is_no_fault(session, rows, container):
+    """The marker in a category (or dictionary entry) that no row uses: the rows score as the same rows given as
+    text (an IndexError had escaped, looking for the first row holding it)."""
+    islands = ["Torgersen", "Biscoe", "Biscoe", None, "Dream"]
+    kind = pd.CategoricalDtype(["Biscoe", "Dream", "Torgersen", "old" + MARKER])
+    few = _with(rows, "island", pd.Series(islands, dtype=kind))
+    many = pd.concat([few] * 1000, ignore_index=True)
+    data = {
+        "category": few, "many rows category": many,
+        "arrow dictionary": pa.Table.from_pandas(few, preserve_index=False),
+        "many rows arrow dictionary": pa.Table.from_pandas(many, preserve_index=False),
+        "polars enum": pl.from_pandas(few.astype({"island": object})).with_columns(
+            pl.col("island").cast(pl.Enum(list(kind.categories)))),
+    }[container]
+    expected = session.score((many if container.startswith("many") else few).astype({"island": object}))
+    got = session.score(data)
+    assert got["label"].tolist() == expected["label"].tolist()
+    np.testing.assert_array_equal(got.iloc[:, 1:].to_numpy(float), expected.iloc[:, 1:].to_numpy(float))
+
+
 @pytest.mark.parametrize("container", ["dict", "object", "records", "many rows"])
 def test_text_that_is_not_unicode_is_refused_naming_column_and_row(session, rows, container):
     """A lone surrogate ("\\ud800", which Python strings may hold: a file decoded with surrogateescape) cannot

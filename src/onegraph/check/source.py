@@ -70,6 +70,9 @@ def source_of(model: Any, *, folder: str | os.PathLike | None = None, limit: int
     cap = MAX_FILE_BYTES if limit is None else min(limit, MAX_FILE_BYTES)
     if isinstance(model, (str, os.PathLike)):
         path = Path(model)
+        if "\x00" in os.fspath(path):  # no file system holds such a name (os.stat raises ValueError)
+            raise ModelFileError(f"model file {model!r} does not exist: its path holds a NUL character",
+                                 hint="check the path")
         try:
             info = path.stat()
             if stat.S_ISDIR(info.st_mode):

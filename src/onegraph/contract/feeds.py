@@ -640,9 +640,8 @@ def _number_texts(spec: ColumnSpec, values: Any) -> np.ndarray:
         words = np.asarray(distinct, dtype=object)[is_text]
         for i, word, number in zip(np.flatnonzero(is_text), words, _parsed_texts(words)):
             texts[i] = word if np.isnan(number) else _number_text(float(number), spec.numbers)
-    for t in texts:
-        if MISSING_STRING in t:
-            raise _marker_error(spec, np.asarray([MISSING_STRING in texts[c] if c >= 0 else False for c in codes]))
+    if any(MISSING_STRING in t for t in texts):  # a category no row holds may hold it: rows are what count
+        _refuse_marked(spec, np.asarray([MISSING_STRING in texts[c] if c >= 0 else False for c in codes]))
     return np.asarray([*texts, MISSING_STRING], dtype=object)[codes]  # code -1 (missing): the last entry
 
 
@@ -683,7 +682,7 @@ def _refuse_marker(spec: ColumnSpec, values: Any, out: np.ndarray) -> None:
         if not literal.any() and MISSING_STRING not in "\x00".join(texts):
             return
         holding = literal | np.asarray([not m and MISSING_STRING in v for v, m in zip(out, marked)])
-    raise _marker_error(spec, holding)
+    _refuse_marked(spec, holding)
 
 
 def _is_dictionary(pa_array: Any) -> bool:
@@ -697,11 +696,13 @@ def _decoded(pa_array: Any) -> Any:
     return pa_array.cast(pa_array.type.value_type) if _is_dictionary(pa_array) else pa_array
 
 
-def _marker_error(spec: ColumnSpec, holding: np.ndarray) -> ColumnTypeError:
-    """The error for the texts ``holding`` (a boolean mask) the missing-text marker, naming the first row."""
-    row = int(np.flatnonzero(holding)[0])
-    return ColumnTypeError(spec.name, f"value at row {row} holds U+FFFF, the character onegraph reserves to mark "
-                           "missing text", hint="replace it, or make the cell empty (missing)")
+def _refuse_marked(spec: ColumnSpec, holding: np.ndarray) -> None:
+    """:class:`ColumnTypeError` naming the first row of ``holding`` (a boolean mask of the rows whose text holds
+    the missing-text marker), if any: a category or dictionary entry holding it that no row uses is no fault."""
+    rows = np.flatnonzero(holding)
+    if len(rows):
+        raise ColumnTypeError(spec.name, f"value at row {int(rows[0])} holds U+FFFF, the character onegraph "
+                              "reserves to mark missing text", hint="replace it, or make the cell empty (missing)")
 
 
 def _texts(spec: ColumnSpec, values: Any) -> np.ndarray:
@@ -783,8 +784,7 @@ def _arrow_words(spec: ColumnSpec, pa_array: Any) -> tuple[list[str], np.ndarray
     encoded = pa_array if _is_dictionary(pa_array) else pa_array.dictionary_encode()
     listed = encoded.dictionary.to_pylist()
     if any(MISSING_STRING in w for w in listed):
-        raise _marker_error(spec, np.asarray(pc.fill_null(pc.match_substring(_decoded(pa_array), MISSING_STRING),
-                                                          False)))
+        _refuse_marked(spec, np.asarray(pc.fill_null(pc.match_substring(_decoded(pa_array), MISSING_STRING), False)))
     return listed, encoded.indices.fill_null(len(listed)).to_numpy(zero_copy_only=False)
 
 

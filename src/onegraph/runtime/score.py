@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections import OrderedDict
@@ -17,12 +18,13 @@ __all__ = ["cached_session", "score"]
 
 _CACHE: OrderedDict[tuple, Session] = OrderedDict()
 _CACHE_SIZE = 8
-_LAST: list = [None, None]  # key and session of the last call (the most recent entry of _CACHE)
-#: the model path of the last call, when its file was last looked at (monotonic ns) and onegraph's write count
-#: then: within RECHECK_NS of that look, and with no file written by onegraph since, the same path is the same
+#: the last call, as one tuple (threads read and replace it whole, never half of it): its key and session, and
+#: for an absolute path, the path, when its file was looked at (monotonic ns) and onegraph's write count then.
+#: Within RECHECK_NS of that look, and with no file written by onegraph since, the same path is the same
 #: session without an ``os.stat`` (a system call costs a single-row call more than its own ~2 us: it leaves
-#: the CPU's caches and branch predictors cold for the onnxruntime and pandas code after it)
-_LOOKED: list = [None, 0, -1]
+#: the CPU's caches and branch predictors cold for the onnxruntime and pandas code after it). A relative path
+#: is looked at on every call: the working folder may have changed.
+_LAST: tuple = (None, None, None, 0, -1)
 #: how long a model file's version is trusted without looking again, in nanoseconds (1 ms)
 RECHECK_NS = 1_000_000
 
@@ -31,10 +33,11 @@ def _key(model: Any) -> tuple:
     if isinstance(model, (str, os.PathLike)):
         try:
             st = os.stat(model)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: a NUL in the path
             return ("path", str(model))  # Session() reports the missing file
-        # the file itself (device, inode), and its version (mtime, size): a rewritten model is reloaded
-        return ("file", st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size)
+        # the file itself (device, inode) and its version: modification time and size, and the inode's change
+        # time, which no program sets (a copy that keeps the source's time and size, shutil.copy2, changes it)
+        return ("file", st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size, st.st_ctime_ns)
     if is_in_memory_model(model) and hasattr(model, "ByteSize"):
         # keyed by identity and size: a ModelProto edited after scoring gets a new session
         return ("proto", id(model), model.ByteSize())
@@ -43,41 +46,53 @@ def _key(model: Any) -> tuple:
     return ("object", id(model))
 
 
+def _absolute(model: Any) -> bool:
+    """Whether ``model`` is a path that names the same file whatever the working folder."""
+    try:
+        return isinstance(model, (str, os.PathLike)) and os.path.isabs(model)
+    except (TypeError, ValueError):
+        return False
+
+
 def cached_session(model: Any, *, trusted: bool = False) -> Session:
     """The cached :class:`Session` for ``model`` (a path, bytes or ``onnx.ModelProto``).
 
     ``trusted`` skips the pre-check of a model not opened yet (see :class:`Session`).
 
-    A path is keyed by its file's identity and version (device, inode, modification time, size), so a
-    rewritten model gets a new session. While calls for the same path follow each other within
+    A path is keyed by its file's identity and version (device, inode, modification time, size, change time),
+    so a rewritten model gets a new session. While calls for the same absolute path follow each other within
     :data:`RECHECK_NS` (1 ms), the file is not looked at again; a file onegraph writes in this process
     (``build``, ``save_model``, the CLI) is looked at on the next call whatever the time, so a model rewritten
-    by another process is picked up within a millisecond of its rename, and one rewritten here at once.
+    by another process is picked up within a millisecond of its rename, and one rewritten here at once. A
+    relative path is looked at on every call.
     """
-    looked, when, writes = _LOOKED
+    global _LAST
+    last_key, last_session, looked, when, writes = _LAST
     now = time.monotonic_ns()
-    if model is looked and now - when < RECHECK_NS and writes == written.count():  # the single-row loop
-        return _LAST[1]
-    path = isinstance(model, (str, os.PathLike))
-    if path:
-        if model == looked and now - when < RECHECK_NS and writes == written.count():  # an equal path
-            return _LAST[1]
-        writes = written.count()
+    if (looked is not None and (model is looked or (type(model) is type(looked) and model == looked))
+            and now - when < RECHECK_NS and writes == written.count()):  # the single-row loop
+        return last_session
+    writes = written.count()
     key = _key(model)
-    if not (_CACHE and key == _LAST[0]):  # else the model scored last (the single-row loop): no reordering
-        sess = _CACHE.get(key)
-        if sess is None:
-            sess = Session(model, trusted=trusted)
-            _CACHE[key] = sess
-            sess._owner = model  # keeps the object alive so its id is not reused while cached
+    if key == last_key:  # the model scored last: no reordering
+        session = last_session
+    else:
+        session = _CACHE.get(key)
+        if session is None:
+            session = Session(model, trusted=trusted)
+            if key[0] == "path" or _key(model) != key:
+                # the file was missing when looked at, or changed while it was read: the session may be of
+                # another version than the key says, so it serves this call only
+                return session
+            _CACHE[key] = session
+            session._owner = model  # keeps the object alive so its id is not reused while cached
             while len(_CACHE) > _CACHE_SIZE:
                 _CACHE.popitem(last=False)
         else:
-            _CACHE.move_to_end(key)
-        _LAST[:] = [key, sess]
-    # only once the path's session is _LAST's: a file that failed to open is looked at again
-    _LOOKED[:] = [model, now, writes] if path else [None, 0, -1]
-    return _LAST[1]
+            with contextlib.suppress(KeyError):  # another thread's call may have just let it go
+                _CACHE.move_to_end(key)
+    _LAST = (key, session, model if _absolute(model) else None, now, writes)
+    return session
 
 
 def score(model: Any, data: Any, *, trusted: bool = False) -> pd.DataFrame:
