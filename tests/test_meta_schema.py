@@ -64,6 +64,7 @@ FULL = {
         {"round": 2, "base_model": SHA, "method": "trimmed-mean", "clients": 4, "samples": 250, "trim": 0.25}]},
     "media": {"kind": "image", "input": "image", "layout": "NHWC", "dtype": "uint8", "channels": 3,
               "sample_rate": None, "steps": [{"step": "Resize", "size": [224, 224], "match": "pil"}]},
+    "row_width": 3,
 }
 #: one malformed value per field, and words the error must contain
 BAD = {
@@ -88,6 +89,7 @@ BAD = {
     "federated": ('{"fingerprint": "%s", "rounds": [{"round": 1, "base_model": "%s", "method": "mean", '
                   '"clients": 1, "samples": 3}]}' % (SHA, SHA), "method"),
     "media": ('{"kind": "video", "input": "x", "layout": "NHWC", "dtype": "uint8"}', "kind"),
+    "row_width": ("0", "greater than or equal to 1"),
 }
 
 

@@ -350,3 +350,30 @@ def test_threads_scoring_two_models_each_get_their_own(fitted, frame_models, tmp
     finally:
         sys.setswitchinterval(interval)
     assert wrong == []
+
+
+def test_a_wide_one_hot_model_is_scored_in_batches_its_widest_value_bounds(airports):
+    """One-hot of the airports' names and cities: ~6,000 doubles a row. build records the width (row_width);
+    a Session scores in batches that keep that value near BATCH_BYTES (a new user's 200,000 rows in 65,536-row
+    batches were OOM-killed at 23 GB; scikit-learn's sparse one-hot took 0.5 GB)."""
+    from onegraph.runtime.session import BATCH_BYTES
+
+    table = airports[["name", "city", "latitude"]]
+    y = np.where(airports["longitude"] < -95, "west", "east")
+    pipe = make_pipeline(ColumnTransformer([
+        ("cat", make_pipeline(SimpleImputer(strategy="most_frequent"), OneHotEncoder(handle_unknown="ignore")),
+         ["name", "city"]), ("num", StandardScaler(), ["latitude"])]), LogisticRegression(max_iter=1000)).fit(table, y)
+    model = onegraph.build(pipe, None, table)
+    width = int({p.key: p.value for p in model.metadata_props}["org.onegraph.row_width"])
+    assert 5000 < width <= pipe[0].transform(table.head(1)).shape[1]  # the one-hot block (+ the number)
+    session = onegraph.Session(model)
+    assert session.batch_size == BATCH_BYTES // (8 * width) < 2000
+    rows = pd.concat([table] * 2, ignore_index=True)
+    seen = []
+    call = session._call
+    session._call = lambda feeds, first_row=0: (seen.append(len(next(iter(feeds.values())))), call(feeds, first_row))[1]
+    got = session.score(rows)
+    assert max(seen) <= session.batch_size and sum(seen) == len(rows)
+    assert (got["label"].to_numpy() == pipe.predict(rows)).all()
+    # each row's logit sums two one-hot weights and one scaled number: double rounding of a few terms
+    np.testing.assert_allclose(got.iloc[:, 1:].to_numpy(float), pipe.predict_proba(rows), rtol=1e-9, atol=1e-12)

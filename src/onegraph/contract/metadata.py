@@ -35,6 +35,8 @@ field                   stored  meaning
                                 (each: ``round``, ``base_model``, ``method``, ``clients``, ``samples``)
 ``media``               JSON    an image / audio tensor input instead of DataFrame columns (``onegraph.media``):
                                 ``kind``, ``input``, ``layout``, ``dtype``, ``channels``, ``sample_rate``, ``steps``
+``row_width``           JSON    values per row of the graph's widest value (a one-hot block of 6,300 categories:
+                                6,300): scoring sizes its batches so that this value stays near 64 MiB
 ======================  ======  ============================================================================
 """
 
@@ -305,6 +307,8 @@ class ModelMetadata(BaseModel):
     sequence: SequenceSchema | None = _field("rows scored as windows of their group", "json")
     federated: Federated | None = _field("structural fingerprint and federated rounds", "json")
     media: MediaSchema | None = _field("image / audio tensor input (onegraph.media)", "json")
+    row_width: Annotated[int, Field(ge=1)] | None = _field(
+        "values per row of the graph's widest value, by which scoring sizes its batches", "json")
 
 
 #: field name -> "text" or "json" (how it is stored)
@@ -424,7 +428,7 @@ def decode(props: Mapping[str, str], only: Sequence[str] | None = None) -> tuple
     """Split ``metadata_props`` into onegraph's typed fields and every other key (kept unchanged).
 
     ``only``: read (and validate) these fields alone; the others are left out of the result (scoring reads
-    ``inputs``, ``outputs`` and ``sequence``).
+    ``inputs``, ``outputs``, ``sequence``, ``media`` and ``row_width``).
 
     Raises :class:`MetadataError` naming the key of the first malformed value (:func:`read` collects them all).
     """

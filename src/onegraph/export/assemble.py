@@ -159,8 +159,9 @@ def finish(g: GraphBuilder, specs: list[ColumnSpec], outputs: list[dict],
         fields = fields(used)
     ir_model.producer_name = "onegraph"
     ir_model.producer_version = onegraph.__version__
-    from onegraph.meta.model import dtypes_in_use
+    from onegraph.meta.model import dtypes_in_use, row_width
 
+    draft = ir.to_proto(ir_model)
     merged: dict[str, Any] = {
         "meta_version": meta.SCHEMA_VERSION,
         "created_at": meta.now_rfc3339(),
@@ -168,7 +169,8 @@ def finish(g: GraphBuilder, specs: list[ColumnSpec], outputs: list[dict],
         **fields,
         "inputs": [s.to_dict() for s in specs if s.name in used],
         "outputs": entries,
-        "precision": {"dtypes": dtypes_in_use(ir.to_proto(ir_model))},
+        "precision": {"dtypes": dtypes_in_use(draft)},
+        "row_width": row_width(draft),
     }
     for key, value in (given or {}).items():
         both = isinstance(merged.get(key), dict) and isinstance(value, Mapping)

@@ -220,6 +220,20 @@ def dtypes_in_use(proto: onnx.ModelProto) -> list[str]:
     return sorted(onnx.TensorProto.DataType.Name(t).lower() for t in types if t in onnx.TensorProto.DataType.values())
 
 
+def row_width(proto: onnx.ModelProto) -> int:
+    """Values per row of the model's widest typed value: the product of the static dimensions after the first
+    of every graph output, value info and function value info whose first dimension is not static (the rows):
+    a one-hot block ``[N, 6300]`` is 6,300. At least 1."""
+    infos = [*proto.graph.output, *proto.graph.value_info, *(v for f in proto.functions for v in f.value_info)]
+    widest = 1
+    for info in infos:
+        dims = info.type.tensor_type.shape.dim if info.type.HasField("tensor_type") else ()
+        if len(dims) < 2 or dims[0].HasField("dim_value") or not all(d.HasField("dim_value") for d in dims[1:]):
+            continue
+        widest = max(widest, math.prod(d.dim_value for d in dims[1:]))
+    return widest
+
+
 def source_library(obj: Any) -> str | None:
     """``<distribution> <version>`` of the library that defines ``obj``'s class (``scikit-learn 1.9.1``)."""
     return _library_of(type(obj).__module__.split(".")[0])

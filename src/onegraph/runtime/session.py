@@ -42,7 +42,10 @@ from onegraph.errors import (
 )
 from onegraph.runtime.frames import FrameTemplate
 
-__all__ = ["Session"]
+__all__ = ["Session", "BATCH_BYTES"]
+
+#: bytes a batch's widest value may take in double (``row_width`` values a row); see :class:`Session`
+BATCH_BYTES = 64 << 20
 
 _ORT_KINDS = {
     "tensor(double)": ("float", "double"), "tensor(float)": ("float", "float"), "tensor(int64)": ("int", "int64"),
@@ -60,7 +63,10 @@ class Session:
     threads:
         onnxruntime intra-op threads (None: onnxruntime's default, all cores).
     batch_size:
-        Rows per onnxruntime call; larger tables are scored in batches of this size.
+        Rows per onnxruntime call; larger tables are scored in batches of this size. A model whose metadata
+        gives its widest value (``row_width``: a one-hot block of 6,300 categories is 6,300 doubles a row) is
+        scored in batches that keep that value near :data:`BATCH_BYTES` (64 MiB), whatever ``batch_size``
+        asks: a 65,536-row batch of such a block would be 3.3 GB, and its neighbours as much again.
     trusted:
         Skip the pre-check that parses and opens the model in an isolated process first
         (:func:`onegraph.check.loader.read_model`); only for files you made or trust.
@@ -89,9 +95,9 @@ class Session:
             load_model(model if isinstance(model, (str, os.PathLike)) else source.data, trusted=True)  # no model?
             raise ModelFileError(f"onnxruntime cannot open {source.label}: {str(exc).strip()[:500]}",
                                  hint="check it with `onegraph check`") from None
-        self.batch_size = batch_size
         fields, _ = meta.decode(self._session.get_modelmeta().custom_metadata_map,
-                                only=("inputs", "outputs", "sequence", "media"))
+                                only=("inputs", "outputs", "sequence", "media", "row_width"))
+        self.batch_size = min(batch_size, max(1, BATCH_BYTES // (8 * fields.get("row_width", 1))))
         ort_inputs = self._session.get_inputs()
         if "inputs" in fields:
             # ORT's types: "tensor(double)" -> "double" (the entries' spelling)
