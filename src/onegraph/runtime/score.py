@@ -102,7 +102,8 @@ def score(model: Any, data: Any, *, trusted: bool = False) -> pd.DataFrame:
     ----------
     model:
         Path to a ``.onnx`` file, its bytes, or an ``onnx.ModelProto`` (a model built by onegraph carries its
-        input schema; other models are fed by their input names and types).
+        input schema; other models are fed by their input names and types). One session per model is kept
+        (:func:`cached_session`): a rewritten file is opened again, noticed within a millisecond.
     data:
         A pandas or polars DataFrame, a pyarrow Table, any object with ``__arrow_c_stream__``, a dict of
         column -> values (scalars mean one row), a list of records or a 1-D NumPy structured / record array
