@@ -17,7 +17,7 @@ from sklearn.pipeline import make_pipeline
 
 import onegraph
 from onegraph.contract.jsonschema import SHIPPED, json_schema
-from onegraph.contract.metadata import FIELDS
+from onegraph.contract.metadata import FIELDS, validate
 from onegraph.frame import OneHotEncoder, SimpleImputer, StandardScaler
 from onegraph.meta import (
     PREFIX,
@@ -348,3 +348,11 @@ def test_meta_set_refuses_a_key_given_twice(cli, penguins_onnx, tmp_path):
     result = cli("meta", "set", str(penguins_onnx), "author=A", "author=B", "-o", str(tmp_path / "m.onnx"))
     assert result.returncode == 1 and "'author' is given twice" in result.stderr, result.stderr
     assert not (tmp_path / "m.onnx").exists()
+
+
+def test_a_row_width_no_graph_has_is_refused():
+    """2**31 values a row is the most a row may hold (16 GiB in double); beyond, scoring would run one row at a
+    time, 1,000 times slower, on a value written by hand."""
+    validate("row_width", 2**31)
+    with pytest.raises(MetadataError, match="row_width.*less than or equal"):
+        validate("row_width", 10**30)

@@ -262,6 +262,8 @@ def test_a_relative_path_is_the_file_of_the_working_folder(fitted, frame_models,
     for folder in "abab":
         monkeypatch.chdir(tmp_path / folder)
         assert onegraph.score("model.onnx", rows).columns.tolist() == want[folder]
+        # absolute, but through the process's own working folder
+        assert onegraph.score("/proc/self/cwd/model.onnx", rows).columns.tolist() == want[folder]
 
 
 @pytest.fixture
@@ -377,3 +379,22 @@ def test_a_wide_one_hot_model_is_scored_in_batches_its_widest_value_bounds(airpo
     assert (got["label"].to_numpy() == pipe.predict(rows)).all()
     # each row's logit sums two one-hot weights and one scaled number: double rounding of a few terms
     np.testing.assert_allclose(got.iloc[:, 1:].to_numpy(float), pipe.predict_proba(rows), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("field", ["row_width", "inputs", "outputs", "sequence", "media"])
+def test_a_metadata_field_written_as_null_is_read_as_absent(fitted, field):
+    """``onegraph meta set MODEL row_width=null`` is valid metadata; scoring failed on it with a TypeError
+    (exit 70 from the command line). A null field says nothing: the model scores as without it."""
+    pipe, model, frame = fitted
+    edited = onnx.ModelProto()
+    edited.CopyFrom(model)
+    for prop in edited.metadata_props:
+        if prop.key == f"org.onegraph.{field}":
+            prop.value = "null"
+            break
+    else:
+        edited.metadata_props.add(key=f"org.onegraph.{field}", value="null")
+    got, want = onegraph.Session(edited).score(frame.head(20)), expected(pipe, frame.head(20))
+    if field == "outputs":  # read from the graph: no class names, probabilities_0, _1, _2
+        got.columns = want.columns
+    assert_scores(got, want)

@@ -203,3 +203,22 @@ def test_a_fault_is_500_with_one_line_and_no_traceback(versions, monkeypatch):
         r = httpx.post(server.url + PREDICT, json={"instances": records(frame.head(1))})
         message = one_line_error(r, 500, "internal error (RuntimeError)")
         assert "boom" not in message
+
+
+def test_a_copy_keeping_time_and_size_loads_as_a_new_version(penguins, tmp_path):
+    """``cp -p`` / ``shutil.copy2`` of a model of the same size over the served file keeps its inode, size and
+    modification time (reproducible artifacts carry a fixed one): the file's change time tells the load it
+    changed (a new user's deploy kept answering with the old model at version 1)."""
+    a = build_penguins(penguins, tmp_path / "a.onnx", c=1.0)
+    b = build_penguins(penguins, tmp_path / "b.onnx", c=2.0)
+    assert a.stat().st_size == b.stat().st_size
+    live = tmp_path / "live.onnx"
+    shutil.copy2(a, live)
+    frame = penguins.drop(columns="species").head(3)
+    with Server({"p": live}, port=0) as server:
+        stamp = live.stat().st_mtime_ns
+        live.write_bytes(b.read_bytes())  # in place, as copy2 writes, then its time set back
+        os.utime(live, ns=(stamp, stamp))
+        assert httpx.post(server.url + "/v2/repository/models/p/load", timeout=60).json()["version"] == "2"
+        r = httpx.post(server.url + PREDICT, json={"instances": records(frame)}, timeout=60)
+        assert_predictions(r.json()["predictions"], onegraph.score(b, frame))

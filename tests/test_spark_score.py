@@ -261,3 +261,25 @@ def test_cli_on_spark_reads_point_thousands_as_the_local_score(cli, spark, europ
     assert got["label"].tolist() == want["label"].tolist()
     np.testing.assert_allclose(got.filter(like="probabilities_").to_numpy(float),
                                want.filter(like="probabilities_").to_numpy(), rtol=1e-12, atol=0)
+
+
+def test_cli_on_spark_reads_doubled_quotes_as_the_local_score(cli, spark, tmp_path):
+    """A quoted field holding doubled quotes (RFC 4180: the airports table's "W. H. ""Bud"" Barron", as pandas
+    writes it) is one quote each, as the local score reads it; Spark's default escape (a backslash) kept both
+    and scored the row as an unknown category, silently."""
+    import pyarrow.parquet as pq
+
+    airports = pd.read_csv(DATA / "airports.csv").dropna(subset=["city"])
+    data = tmp_path / "airports.csv"
+    airports[["name", "state", "latitude"]].assign(west=airports["longitude"] < -95).to_csv(data, index=False)
+    assert '"W. H. ""Bud"" Barron"' in data.read_text()
+    model = tmp_path / "west.onnx"
+    assert cli("build", str(data), "--target", "west", "-o", str(model)).returncode == 0
+    local, remote = tmp_path / "local.csv", tmp_path / "spark.parquet"
+    assert cli("score", str(model), str(data), "-o", str(local), "--keep", "name").returncode == 0
+    done = cli("score", str(model), str(data), "--spark", "local[2]", "-o", str(remote), "--keep", "name")
+    assert done.returncode == 0, done.stderr
+    want, got = pd.read_csv(local), pq.read_table(remote).to_pandas()
+    assert got["name"].tolist() == want["name"].tolist()
+    np.testing.assert_allclose(got.filter(like="probabilities_").to_numpy(float),
+                               want.filter(like="probabilities_").to_numpy(), rtol=1e-12, atol=0)

@@ -307,7 +307,7 @@ class ModelMetadata(BaseModel):
     sequence: SequenceSchema | None = _field("rows scored as windows of their group", "json")
     federated: Federated | None = _field("structural fingerprint and federated rounds", "json")
     media: MediaSchema | None = _field("image / audio tensor input (onegraph.media)", "json")
-    row_width: Annotated[int, Field(ge=1)] | None = _field(
+    row_width: Annotated[int, Field(ge=1, le=2**31)] | None = _field(
         "values per row of the graph's widest value, by which scoring sizes its batches", "json")
 
 

@@ -39,7 +39,8 @@ def _key(model: Any) -> tuple:
         # time, which no program sets (a copy that keeps the source's time and size, shutil.copy2, changes it)
         return ("file", st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size, st.st_ctime_ns)
     if is_in_memory_model(model) and hasattr(model, "ByteSize"):
-        # keyed by identity and size: a ModelProto edited after scoring gets a new session
+        # keyed by identity and size: a ModelProto edited to another size gets a new session, one edited in
+        # place to the same size does not (serializing it on every call would cost as much as a large model)
         return ("proto", id(model), model.ByteSize())
     if isinstance(model, (bytes, bytearray)):
         return ("bytes", id(model), len(model))
@@ -47,9 +48,13 @@ def _key(model: Any) -> tuple:
 
 
 def _absolute(model: Any) -> bool:
-    """Whether ``model`` is a path that names the same file whatever the working folder."""
+    """Whether ``model`` is a path that names the same file whatever the working folder (absolute, and not
+    through ``/proc`` or ``/dev``, whose ``self/cwd`` and ``fd`` links follow the process)."""
     try:
-        return isinstance(model, (str, os.PathLike)) and os.path.isabs(model)
+        if not isinstance(model, (str, os.PathLike)):
+            return False
+        path = os.fspath(model)
+        return isinstance(path, str) and os.path.isabs(path) and not path.startswith(("/proc/", "/dev/"))
     except (TypeError, ValueError):
         return False
 
@@ -60,7 +65,8 @@ def cached_session(model: Any, *, trusted: bool = False) -> Session:
     ``trusted`` skips the pre-check of a model not opened yet (see :class:`Session`).
 
     A path is keyed by its file's identity and version (device, inode, modification time, size, change time),
-    so a rewritten model gets a new session. While calls for the same absolute path follow each other within
+    so a rewritten model gets a new session. An in-memory model is keyed by the object and its size: after
+    editing a ``ModelProto`` or ``bytearray`` in place, score it through a new :class:`Session`. While calls for the same absolute path follow each other within
     :data:`RECHECK_NS` (1 ms), the file is not looked at again; a file onegraph writes in this process
     (``build``, ``save_model``, the CLI) is looked at on the next call whatever the time, so a model rewritten
     by another process is picked up within a millisecond of its rename, and one rewritten here at once. A

@@ -66,7 +66,9 @@ class Session:
         Rows per onnxruntime call; larger tables are scored in batches of this size. A model whose metadata
         gives its widest value (``row_width``: a one-hot block of 6,300 categories is 6,300 doubles a row) is
         scored in batches that keep that value near :data:`BATCH_BYTES` (64 MiB), whatever ``batch_size``
-        asks: a 65,536-row batch of such a block would be 3.3 GB, and its neighbours as much again.
+        asks: a 65,536-row batch of such a block would be 3.3 GB, and its neighbours as much again. A row's
+        answer may differ in its last bit between batch sizes (onnxruntime's kernels sum in another order for
+        another shape), never more than rounding.
     trusted:
         Skip the pre-check that parses and opens the model in an isolated process first
         (:func:`onegraph.check.loader.read_model`); only for files you made or trust.
@@ -97,6 +99,7 @@ class Session:
                                  hint="check it with `onegraph check`") from None
         fields, _ = meta.decode(self._session.get_modelmeta().custom_metadata_map,
                                 only=("inputs", "outputs", "sequence", "media", "row_width"))
+        fields = {k: v for k, v in fields.items() if v is not None}  # a field written as null says nothing
         self.batch_size = min(batch_size, max(1, BATCH_BYTES // (8 * fields.get("row_width", 1))))
         ort_inputs = self._session.get_inputs()
         if "inputs" in fields:

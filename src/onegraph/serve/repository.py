@@ -32,10 +32,12 @@ log = logging.getLogger("onegraph.serve")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
-def file_identity(path: str) -> tuple[int, int, int, int]:
-    """(device, inode, mtime ns, size) of ``path``: changes when the file is rewritten or replaced."""
+def file_identity(path: str) -> tuple[int, int, int, int, int]:
+    """(device, inode, mtime ns, size, change time ns) of ``path``: changes when the file is rewritten or
+    replaced, also by a copy that keeps the source's time and size (``cp -p``, ``shutil.copy2``: no program
+    sets the inode's change time)."""
     st = os.stat(path)
-    return st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size
+    return st.st_dev, st.st_ino, st.st_mtime_ns, st.st_size, st.st_ctime_ns
 
 
 class ModelVersion:

@@ -117,7 +117,10 @@ def _raw(spark: Any, data: Path) -> tuple[Any, str]:
     from onegraph.io import csv_dialect
 
     sep, decimal = csv_dialect(data)
-    return spark.read.option("header", True).option("inferSchema", False).option("sep", sep).csv(str(data)), decimal
+    # quotes within a quoted field are doubled (RFC 4180, as pandas and spreadsheets write them and the local
+    # score reads them); Spark's own default escape is a backslash, which kept both quotes in the text
+    return (spark.read.option("header", True).option("inferSchema", False).option("sep", sep)
+            .option("escape", '"').csv(str(data)), decimal)
 
 
 def _text(spec: Any, keep_na_words: bool = False, decimal: str = ".") -> Any:
