@@ -400,3 +400,46 @@ def test_an_input_name_the_graph_cannot_have_is_refused(name, said):
 
     with pytest.raises(ConfigError, match=re.escape(said)):
         m.ImagePipeline([m.ToFloat()], input=name)
+
+
+def test_images_are_scored_a_batch_their_size_bounds_at_a_time(digits_model, tmp_path, capsys, monkeypatch):
+    """A media graph computes on values of its input's size, which only the call knows (images of any size):
+    Session and `onegraph score MODEL FOLDER` run batches whose input, counted in double, stays near
+    BATCH_BYTES (300 photos of 512 x 512 had gone in one call of 2.2 GB), as its widest value of a static shape
+    (row_width: the CNN's feature maps) does. Here the budget is cut so that the digits go 40 at a time; the
+    answers are those of one call."""
+    from PIL import Image
+
+    from onegraph.runtime import session as session_module
+
+    path = digits_model[2]
+    images, _ = pipelines.digit_photos()
+    batch = images[1700:1797]
+    label, proba = Session(path).run_feeds({"image": batch})
+    import onnx
+
+    width = int({p.key: p.value for p in onnx.load(path).metadata_props}["org.onegraph.row_width"])
+    assert width > 8 * 8  # the feature maps after the steps, inside the composed functions
+    monkeypatch.setattr(session_module, "BATCH_BYTES", 40 * 8 * width)
+    session = Session(path)
+    assert session.batch_size == 40 and session.rows_per_batch(8 * 8) == 40
+    assert Session(path).rows_per_batch(100 * width) == 1 < 40  # a large image bounds it further
+    seen = []
+    run = session.run_feeds
+    session.run_feeds = lambda feeds, names=None: (seen.append(len(feeds["image"])), run(feeds, names))[1]
+    call = session._call
+    session._call = lambda feeds, first_row=0: (seen.append(len(feeds["image"])), call(feeds, first_row))[1]
+    scores = session.score(batch)
+    assert seen == [40, 40, 17]
+    assert scores["label"].tolist() == label.tolist()
+    np.testing.assert_array_equal(scores.filter(like="probabilities_").to_numpy(), proba)
+    folder = tmp_path / "digits"
+    folder.mkdir()
+    for i in range(1700, 1797):
+        Image.fromarray(images[i, ..., 0]).save(folder / f"d{i}.png")
+    seen.clear()
+    from onegraph.media.score import score_folder
+
+    table = score_folder(path, folder, session=session)
+    assert sorted(seen) == [17, 40, 40]
+    assert table.sort_values("file")["label"].tolist() == label.tolist()

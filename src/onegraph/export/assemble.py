@@ -159,9 +159,9 @@ def finish(g: GraphBuilder, specs: list[ColumnSpec], outputs: list[dict],
         fields = fields(used)
     ir_model.producer_name = "onegraph"
     ir_model.producer_version = onegraph.__version__
-    from onegraph.meta.model import dtypes_in_use, row_width
+    from onegraph.meta.model import drop_weights, dtypes_in_use, row_width
 
-    draft = ir.to_proto(ir_model)
+    draft = ir.to_proto(ir_model)  # this function's own copy, read for metadata only
     merged: dict[str, Any] = {
         "meta_version": meta.SCHEMA_VERSION,
         "created_at": meta.now_rfc3339(),
@@ -170,7 +170,7 @@ def finish(g: GraphBuilder, specs: list[ColumnSpec], outputs: list[dict],
         "inputs": [s.to_dict() for s in specs if s.name in used],
         "outputs": entries,
         "precision": {"dtypes": dtypes_in_use(draft)},
-        "row_width": row_width(draft),
+        "row_width": row_width(drop_weights(draft)),
     }
     for key, value in (given or {}).items():
         both = isinstance(merged.get(key), dict) and isinstance(value, Mapping)

@@ -13,6 +13,7 @@ model's outputs as
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any
@@ -217,16 +218,18 @@ def score_folder(model: Any, folder: str | os.PathLike, *, trusted: bool = False
         groups.setdefault(arr.shape, []).append(i)
     results: list[list[np.ndarray] | None] = [None] * len(arrays)
     for shape, members in groups.items():
-        batch = np.stack([arrays[i] for i in members])
-        try:
-            outs = session.run_feeds({media["input"]: batch})
-        except RuntimeFailure as exc:  # a step the file is too small for (a reflect pad longer than the clip)
-            others = f" and {len(members) - 1} more file(s) of its size" if len(members) > 1 else ""
-            raise DataError(f"{names[members[0]]}{others} ({'x'.join(map(str, shape))}): {exc}",
-                            hint="remove the file, or add a step that brings every file to one size first "
-                                 "(FixLength for audio, Resize / CenterCrop for images)") from None
-        for j, i in enumerate(members):
-            results[i] = [o[j] for o in outs]
+        step = session.rows_per_batch(math.prod(shape))  # files of one size, a batch at a time
+        for start in range(0, len(members), step):
+            part = members[start:start + step]
+            try:
+                outs = session.run_feeds({media["input"]: np.stack([arrays[i] for i in part])})
+            except RuntimeFailure as exc:  # a step the file is too small for (a reflect pad longer than the clip)
+                others = f" and {len(members) - 1} more file(s) of its size" if len(members) > 1 else ""
+                raise DataError(f"{names[members[0]]}{others} ({'x'.join(map(str, shape))}): {exc}",
+                                hint="remove the file, or add a step that brings every file to one size first "
+                                     "(FixLength for audio, Resize / CenterCrop for images)") from None
+            for j, i in enumerate(part):
+                results[i] = [o[j] for o in outs]
     _refuse_ragged(names, results, [o["name"] for o in session.outputs])
     # the table path's frame: the same column names and missing labels (None, never the internal marker)
     outputs = [np.stack([r[k] for r in results]) for k in range(len(session.outputs))]

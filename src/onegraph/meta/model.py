@@ -220,11 +220,36 @@ def dtypes_in_use(proto: onnx.ModelProto) -> list[str]:
     return sorted(onnx.TensorProto.DataType.Name(t).lower() for t in types if t in onnx.TensorProto.DataType.values())
 
 
+#: float initializers of at least this many values lose their payload in a model read for its shapes
+WEIGHTS_FROM = 1024
+_FLOAT_TYPES = (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16)
+
+
+def drop_weights(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """``proto`` itself, the payloads of its float initializers of :data:`WEIGHTS_FROM` values or more cleared in
+    place (their types and dimensions kept): shape inference reads those alone, and the values only of the
+    small integer and float tensors operators take as shapes, scales or axes."""
+    for tensor in proto.graph.initializer:
+        if tensor.data_type in _FLOAT_TYPES and math.prod(tensor.dims) >= WEIGHTS_FROM:
+            for payload in ("raw_data", "float_data", "double_data", "int32_data"):
+                tensor.ClearField(payload)
+    return proto
+
+
 def row_width(proto: onnx.ModelProto) -> int:
-    """Values per row of the model's widest typed value: the product of the static dimensions after the first
-    of every graph output, value info and function value info whose first dimension is not static (the rows):
-    a one-hot block ``[N, 6300]`` is 6,300. At least 1."""
-    infos = [*proto.graph.output, *proto.graph.value_info, *(v for f in proto.functions for v in f.value_info)]
+    """Values per row of the model's widest value, at least 1: the product of the static dimensions after the
+    first of every value whose first dimension is not static (the rows), read from the value infos of a copy
+    with its model-local functions inlined and its shapes inferred (onnx's inliner and shape inference), so
+    values inside functions count: a one-hot block ``[N, 6300]`` is 6,300, the ``[N, 10000, 10]`` differences
+    of a nearest-neighbours model to 10,000 fitted rows 100,000. Values of no static shape do not count.
+    ``proto`` is left unchanged (give it without its weights, :func:`drop_weights`, to spare copying them)."""
+    import onnx.inliner
+
+    try:
+        inferred = onnx.shape_inference.infer_shapes(onnx.inliner.inline_local_functions(proto))
+    except Exception:  # noqa: BLE001 - the value infos the model carries then
+        inferred = proto
+    infos = [*inferred.graph.output, *inferred.graph.value_info]
     widest = 1
     for info in infos:
         dims = info.type.tensor_type.shape.dim if info.type.HasField("tensor_type") else ()

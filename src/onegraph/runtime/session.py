@@ -225,6 +225,13 @@ class Session:
         return feeds
 
     # -- running ----------------------------------------------------------------------------------
+    def rows_per_batch(self, values_per_row: int) -> int:
+        """Rows per onnxruntime call for inputs of ``values_per_row`` values a row (an image's pixels times its
+        channels): at most :attr:`batch_size`, and few enough that the batch's input, counted in double, stays
+        near :data:`BATCH_BYTES` (a media graph computes on values of its input's size; 300 images of 512 x 512
+        in one call took 2.2 GB)."""
+        return min(self.batch_size, max(1, BATCH_BYTES // (8 * max(1, int(values_per_row)))))
+
     def run(self, data: Any, *, unsettled: bool = False) -> dict[str, np.ndarray]:
         """Outputs for ``data`` as arrays keyed by output name (rows refused by a check raise).
 
@@ -242,16 +249,18 @@ class Session:
         n, feeds = self._feeds(data, as_bytes=self.sequence is None)
         if n == 0:
             return self._empty_outputs(), True
+        # a media input's size is known per call (images of any size): its rows bound the batch too
+        batch = self.rows_per_batch(next(iter(feeds.values())).size // n) if self.media is not None else self.batch_size
         if self.sequence is not None:
             results = self._sequence_results(data, feeds)
-        elif n <= self.batch_size:
+        elif n <= batch:
             results = self._call(feeds)
         else:
-            starts = range(0, n, self.batch_size)
+            starts = range(0, n, batch)
             # onnxruntime releases the GIL while it runs: batches in parallel use the cores its own
             # intra-op threads leave idle (string conversion, lookups); outputs keep the row order
             with ThreadPoolExecutor(max_workers=min(len(starts), os.cpu_count() or 1, 4)) as pool:
-                parts = list(pool.map(lambda i: self._call({k: v[i:i + self.batch_size] for k, v in feeds.items()},
+                parts = list(pool.map(lambda i: self._call({k: v[i:i + batch] for k, v in feeds.items()},
                                                            first_row=i), starts))
             results = [np.concatenate([p[j] for p in parts]) for j in range(len(self._output_names))]
         if self.sequence is None:

@@ -43,6 +43,7 @@ from onegraph.errors import (
     RuntimeFailure,
     whole_number,
 )
+from onegraph.meta.model import drop_weights
 from onegraph.runtime.arrays import check_array_feeds
 from onegraph.stats.accumulators import TensorAccumulator, TensorStats
 
@@ -53,8 +54,6 @@ FLOAT_TYPES = (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto
 _NUMPY = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(float16)": np.float16,
           "tensor(int64)": np.int64, "tensor(int32)": np.int32, "tensor(bool)": np.bool_,
           "tensor(uint8)": np.uint8, "tensor(int8)": np.int8}
-#: initializers of at least this many float values lose their payload in the copy shape inference reads
-_LIGHT = 1024
 
 
 @dataclass
@@ -314,12 +313,8 @@ def _without_weights(proto: onnx.ModelProto) -> onnx.ModelProto:
     copied into onnx and back for nothing (three copies of every weight). The graph is the one the check
     ran shape inference on (the checking process for a file, see ``onegraph.check.stages``), so it runs here.
     """
-    for tensor in proto.graph.initializer:
-        if tensor.data_type in FLOAT_TYPES and np.prod(tensor.dims, dtype=np.int64) >= _LIGHT:
-            for payload in ("raw_data", "float_data", "double_data", "int32_data"):
-                tensor.ClearField(payload)
     try:
-        return onnx.shape_inference.infer_shapes(proto)
+        return onnx.shape_inference.infer_shapes(drop_weights(proto))
     except Exception:  # noqa: BLE001 - types then come from the value infos the model carries
         return proto
 
