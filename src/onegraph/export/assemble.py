@@ -150,6 +150,9 @@ def finish(g: GraphBuilder, specs: list[ColumnSpec], outputs: list[dict],
     entries = list(outputs) + list(g.checks)
     ir_model = g.to_model()
     tidy(ir_model, dedupe=dedupe, merge_common=merge_common)
+    from onegraph.meta.model import drop_weights, dtypes_in_use, row_width
+
+    width = row_width(drop_weights(ir.to_proto(ir_model)))  # before the steps are grouped: every value counts
     if functions:
         from onegraph.passes import group_steps
 
@@ -159,9 +162,7 @@ def finish(g: GraphBuilder, specs: list[ColumnSpec], outputs: list[dict],
         fields = fields(used)
     ir_model.producer_name = "onegraph"
     ir_model.producer_version = onegraph.__version__
-    from onegraph.meta.model import drop_weights, dtypes_in_use, row_width
-
-    draft = ir.to_proto(ir_model)  # this function's own copy, read for metadata only
+    draft = ir.to_proto(ir_model)
     merged: dict[str, Any] = {
         "meta_version": meta.SCHEMA_VERSION,
         "created_at": meta.now_rfc3339(),
@@ -170,7 +171,7 @@ def finish(g: GraphBuilder, specs: list[ColumnSpec], outputs: list[dict],
         "inputs": [s.to_dict() for s in specs if s.name in used],
         "outputs": entries,
         "precision": {"dtypes": dtypes_in_use(draft)},
-        "row_width": row_width(drop_weights(draft)),
+        "row_width": width,
     }
     for key, value in (given or {}).items():
         both = isinstance(merged.get(key), dict) and isinstance(value, Mapping)

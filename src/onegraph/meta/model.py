@@ -238,15 +238,13 @@ def drop_weights(proto: onnx.ModelProto) -> onnx.ModelProto:
 
 def row_width(proto: onnx.ModelProto) -> int:
     """Values per row of the model's widest value, at least 1: the product of the static dimensions after the
-    first of every value whose first dimension is not static (the rows), read from the value infos of a copy
-    with its model-local functions inlined and its shapes inferred (onnx's inliner and shape inference), so
-    values inside functions count: a one-hot block ``[N, 6300]`` is 6,300, the ``[N, 10000, 10]`` differences
-    of a nearest-neighbours model to 10,000 fitted rows 100,000. Values of no static shape do not count.
-    ``proto`` is left unchanged (give it without its weights, :func:`drop_weights`, to spare copying them)."""
-    import onnx.inliner
-
+    first of every value whose first dimension is not static (the rows), read from the value infos of ``proto``
+    with its shapes inferred (onnx's shape inference, on a copy): a one-hot block ``[N, 6300]`` is 6,300, the
+    ``[N, 10000, 10]`` differences of a nearest-neighbours model to 10,000 fitted rows 100,000. Values inside
+    model-local functions and values of no static shape do not count: give the graph before its steps are
+    grouped into functions, and without its weights (:func:`drop_weights`) to spare copying them."""
     try:
-        inferred = onnx.shape_inference.infer_shapes(onnx.inliner.inline_local_functions(proto))
+        inferred = onnx.shape_inference.infer_shapes(proto)
     except Exception:  # noqa: BLE001 - the value infos the model carries then
         inferred = proto
     infos = [*inferred.graph.output, *inferred.graph.value_info]
