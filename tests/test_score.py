@@ -289,7 +289,8 @@ def test_a_copy_keeping_the_time_and_size_is_seen(fitted, tmp_path, monkeypatch)
     live.write_bytes(spare.read_bytes())  # in place, as copy2 writes
     os.utime(live, ns=(stamp, stamp))
     after = onegraph.score(live, rows)
-    np.testing.assert_array_equal(after.iloc[:, 1:].to_numpy(), onegraph.Session(spare).score(rows).iloc[:, 1:].to_numpy())
+    np.testing.assert_array_equal(after.iloc[:, 1:].to_numpy(),
+                                  onegraph.Session(spare).score(rows).iloc[:, 1:].to_numpy())
     assert not np.array_equal(after.iloc[:, 1:].to_numpy(), before.iloc[:, 1:].to_numpy())
 
 

@@ -302,8 +302,8 @@ def test_text_holding_the_missing_marker_is_refused_naming_column_and_row(sessio
     assert len(session.score(ok)) == 5  # the same rows without the marker score
 
 
-@pytest.mark.parametrize("container", ["category", "many rows category", "arrow dictionary", "many rows arrow dictionary",
-                                       "polars enum"])
+@pytest.mark.parametrize("container", ["category", "many rows category", "arrow dictionary",
+                                       "many rows arrow dictionary", "polars enum"])
 def test_a_category_holding_the_marker_that_no_row_holds_is_no_fault(session, rows, container):
     """The marker in a category (or dictionary entry) that no row uses: the rows score as the same rows given as
     text (an IndexError had escaped, looking for the first row holding it)."""

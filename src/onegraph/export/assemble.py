@@ -162,7 +162,6 @@ def finish(g: GraphBuilder, specs: list[ColumnSpec], outputs: list[dict],
         fields = fields(used)
     ir_model.producer_name = "onegraph"
     ir_model.producer_version = onegraph.__version__
-    draft = ir.to_proto(ir_model)
     merged: dict[str, Any] = {
         "meta_version": meta.SCHEMA_VERSION,
         "created_at": meta.now_rfc3339(),
@@ -170,7 +169,7 @@ def finish(g: GraphBuilder, specs: list[ColumnSpec], outputs: list[dict],
         **fields,
         "inputs": [s.to_dict() for s in specs if s.name in used],
         "outputs": entries,
-        "precision": {"dtypes": dtypes_in_use(draft)},
+        "precision": {"dtypes": dtypes_in_use(ir.to_proto(ir_model))},
         "row_width": width,
     }
     for key, value in (given or {}).items():

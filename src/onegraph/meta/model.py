@@ -222,7 +222,8 @@ def dtypes_in_use(proto: onnx.ModelProto) -> list[str]:
 
 #: float initializers of at least this many values lose their payload in a model read for its shapes
 WEIGHTS_FROM = 1024
-_FLOAT_TYPES = (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16)
+#: the ONNX float element types (``onnx.TensorProto`` values, equal to ``onnx_ir.DataType``'s)
+FLOAT_TYPES = (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16)
 
 
 def drop_weights(proto: onnx.ModelProto) -> onnx.ModelProto:
@@ -230,10 +231,19 @@ def drop_weights(proto: onnx.ModelProto) -> onnx.ModelProto:
     place (their types and dimensions kept): shape inference reads those alone, and the values only of the
     small integer and float tensors operators take as shapes, scales or axes."""
     for tensor in proto.graph.initializer:
-        if tensor.data_type in _FLOAT_TYPES and math.prod(tensor.dims) >= WEIGHTS_FROM:
+        if tensor.data_type in FLOAT_TYPES and math.prod(tensor.dims) >= WEIGHTS_FROM:
             for payload in ("raw_data", "float_data", "double_data", "int32_data"):
                 tensor.ClearField(payload)
     return proto
+
+
+def with_shapes(proto: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy of ``proto`` with the value infos onnx's shape inference gives, or ``proto`` itself when inference
+    fails (its own value infos are then all there is)."""
+    try:
+        return onnx.shape_inference.infer_shapes(proto)
+    except Exception:  # noqa: BLE001 - onnx raises InferenceError, ValidationError and others
+        return proto
 
 
 def row_width(proto: onnx.ModelProto) -> int:
@@ -243,10 +253,7 @@ def row_width(proto: onnx.ModelProto) -> int:
     ``[N, 10000, 10]`` differences of a nearest-neighbours model to 10,000 fitted rows 100,000. Values inside
     model-local functions and values of no static shape do not count: give the graph before its steps are
     grouped into functions, and without its weights (:func:`drop_weights`) to spare copying them."""
-    try:
-        inferred = onnx.shape_inference.infer_shapes(proto)
-    except Exception:  # noqa: BLE001 - the value infos the model carries then
-        inferred = proto
+    inferred = with_shapes(proto)
     infos = [*inferred.graph.output, *inferred.graph.value_info]
     widest = 1
     for info in infos:

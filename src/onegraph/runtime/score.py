@@ -65,12 +65,12 @@ def cached_session(model: Any, *, trusted: bool = False) -> Session:
     ``trusted`` skips the pre-check of a model not opened yet (see :class:`Session`).
 
     A path is keyed by its file's identity and version (device, inode, modification time, size, change time),
-    so a rewritten model gets a new session. An in-memory model is keyed by the object and its size: after
-    editing a ``ModelProto`` or ``bytearray`` in place, score it through a new :class:`Session`. While calls for the same absolute path follow each other within
+    so a rewritten model gets a new session. While calls for the same absolute path follow each other within
     :data:`RECHECK_NS` (1 ms), the file is not looked at again; a file onegraph writes in this process
     (``build``, ``save_model``, the CLI) is looked at on the next call whatever the time, so a model rewritten
     by another process is picked up within a millisecond of its rename, and one rewritten here at once. A
-    relative path is looked at on every call.
+    relative path is looked at on every call. An in-memory model is keyed by the object and its size: after
+    editing a ``ModelProto`` or ``bytearray`` in place, score it through a new :class:`Session`.
     """
     global _LAST
     last_key, last_session, looked, when, writes = _LAST

@@ -100,7 +100,7 @@ class Session:
         fields, _ = meta.decode(self._session.get_modelmeta().custom_metadata_map,
                                 only=("inputs", "outputs", "sequence", "media", "row_width"))
         fields = {k: v for k, v in fields.items() if v is not None}  # a field written as null says nothing
-        self.batch_size = min(batch_size, max(1, BATCH_BYTES // (8 * fields.get("row_width", 1))))
+        self.batch_size = min(batch_size, _rows_within_budget(fields.get("row_width", 1)))
         ort_inputs = self._session.get_inputs()
         if "inputs" in fields:
             # ORT's types: "tensor(double)" -> "double" (the entries' spelling)
@@ -194,7 +194,7 @@ class Session:
                 given = {str(c) for c in names}
                 missing = [s.name for s in self.inputs if s.name not in given]
                 raise MissingColumnError(missing or spec.name, [str(c) for c in names]) from None
-            arr = text_bytes(spec, values) if as_bytes and spec.kind == "string" else None
+            arr = text_bytes(spec, values) if as_bytes else None
             if arr is None:
                 arr = to_feed(spec, values)
             if len(arr) != n:
@@ -230,7 +230,7 @@ class Session:
         channels): at most :attr:`batch_size`, and few enough that the batch's input, counted in double, stays
         near :data:`BATCH_BYTES` (a media graph computes on values of its input's size; 300 images of 512 x 512
         in one call took 2.2 GB)."""
-        return min(self.batch_size, max(1, BATCH_BYTES // (8 * max(1, int(values_per_row)))))
+        return min(self.batch_size, _rows_within_budget(values_per_row))
 
     def run(self, data: Any, *, unsettled: bool = False) -> dict[str, np.ndarray]:
         """Outputs for ``data`` as arrays keyed by output name (rows refused by a check raise).
@@ -250,7 +250,7 @@ class Session:
         if n == 0:
             return self._empty_outputs(), True
         # a media input's size is known per call (images of any size): its rows bound the batch too
-        batch = self.rows_per_batch(next(iter(feeds.values())).size // n) if self.media is not None else self.batch_size
+        batch = self.batch_size if self.media is None else self.rows_per_batch(next(iter(feeds.values())).size // n)
         if self.sequence is not None:
             results = self._sequence_results(data, feeds)
         elif n <= batch:
@@ -466,6 +466,11 @@ def _missing_rows(feeds: dict[str, np.ndarray], n: int) -> np.ndarray:
 
 
 _MISSING_BYTES = MISSING_STRING.encode("utf-8")
+
+
+def _rows_within_budget(values_per_row: int) -> int:
+    """Rows whose ``values_per_row`` values, in double, take about :data:`BATCH_BYTES` (at least one)."""
+    return max(1, BATCH_BYTES // (8 * max(1, int(values_per_row))))
 
 
 def _all_finite(value: np.ndarray) -> bool:

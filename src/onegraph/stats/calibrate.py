@@ -43,14 +43,12 @@ from onegraph.errors import (
     RuntimeFailure,
     whole_number,
 )
-from onegraph.meta.model import drop_weights
+from onegraph.meta.model import FLOAT_TYPES, drop_weights, with_shapes
 from onegraph.runtime.arrays import check_array_feeds
 from onegraph.stats.accumulators import TensorAccumulator, TensorStats
 
 __all__ = ["FLOAT_TYPES", "Calibration", "select_tensors", "calibrate", "annotate_model"]
 
-#: the ONNX element types observed (``onnx.TensorProto`` values, equal to ``onnx_ir.DataType``'s)
-FLOAT_TYPES = (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE, onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16)
 _NUMPY = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(float16)": np.float16,
           "tensor(int64)": np.int64, "tensor(int32)": np.int32, "tensor(bool)": np.bool_,
           "tensor(uint8)": np.uint8, "tensor(int8)": np.int8}
@@ -313,10 +311,7 @@ def _without_weights(proto: onnx.ModelProto) -> onnx.ModelProto:
     copied into onnx and back for nothing (three copies of every weight). The graph is the one the check
     ran shape inference on (the checking process for a file, see ``onegraph.check.stages``), so it runs here.
     """
-    try:
-        return onnx.shape_inference.infer_shapes(drop_weights(proto))
-    except Exception:  # noqa: BLE001 - types then come from the value infos the model carries
-        return proto
+    return with_shapes(drop_weights(proto))
 
 
 class _Buffer:
