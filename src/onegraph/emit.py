@@ -45,6 +45,10 @@ ML_OPSET = 5
 IR_VERSION = 10
 
 INT64_MIN = int(np.iinfo(np.int64).min)
+#: The least double an int column cast with its missing marker (``as_double(col, int_marker=True)``: INT64_MIN
+#: becomes -2**63) holds as a value: the next double up, -2**63 + 1024. Ints within 512 of INT64_MIN round to
+#: -2**63 in double and so count as missing too, far outside the values of any real column.
+INT_PRESENT_FROM = float(np.nextafter(-2.0**63, 0.0))
 
 DOUBLE = ir.DataType.DOUBLE
 FLOAT = ir.DataType.FLOAT
@@ -326,35 +330,41 @@ class GraphBuilder:
             lambda: self.op("Gather", col.value, self.const(np.int64(col.index), "idx"), axis=1, dtype=col.dtype),
         )
 
-    def as_double(self, col: Col) -> Col:
-        """The column as double: ints and datetimes map INT64_MIN to NaN, bools to 0/1."""
+    def as_double(self, col: Col, int_marker: bool = False) -> Col:
+        """The column as double: ints and datetimes map INT64_MIN to NaN, bools to 0/1.
+
+        ``int_marker``: an int column is only cast, its missing marker INT64_MIN becoming -2**63 (one node
+        instead of three), for a step that tests for the marker itself (see :data:`INT_PRESENT_FROM`).
+        """
         if col.dtype == DOUBLE:
             return col
         if col.kind == "string":
             raise ExportError(f"column {col.name!r} holds strings; a numeric step cannot take it",
                               hint="encode it first (one-hot, ordinal) or select numeric columns only")
 
-        def make() -> ir.Value:
-            cast = self.op("Cast", col.value, to=DOUBLE, dtype=DOUBLE)
-            if col.dtype != INT64:
-                return cast
-            missing = self.op("Equal", col.value, self.const(np.int64(INT64_MIN), "na_int"), dtype=BOOL)
-            return self.op("Where", missing, self.const(np.float64(np.nan), "nan"), cast, dtype=DOUBLE)
+        def cast() -> ir.Value:
+            return self.op("Cast", col.value, to=DOUBLE, dtype=DOUBLE)
 
-        value = self.derived(("double", id(col.value)), make)
+        if col.dtype != INT64 or (int_marker and col.kind == "int"):
+            value = self.derived(("cast", id(col.value)), cast)
+        else:
+            value = self.derived(("double", id(col.value)), lambda: self.op(
+                "Where", self.op("Equal", col.value, self.const(np.int64(INT64_MIN), "na_int"), dtype=BOOL),
+                self.const(np.float64(np.nan), "nan"), self.derived(("cast", id(col.value)), cast), dtype=DOUBLE))
         return dataclasses.replace(col, value=value, dtype=DOUBLE)
 
-    def matrix(self, cols: Sequence[Col], dtype: ir.DataType | None = DOUBLE) -> ir.Value:
+    def matrix(self, cols: Sequence[Col], dtype: ir.DataType | None = DOUBLE, int_marker: bool = False) -> ir.Value:
         """The columns as one 2-D block ``[N, len(cols)]`` of ``dtype`` (None: keep the columns' dtype).
 
         Reuses a block when ``cols`` are exactly its columns in order; otherwise slices consecutive runs
-        of a block and concatenates.
+        of a block and concatenates. ``int_marker``: int columns keep their missing marker as -2**63
+        (:meth:`as_double`).
         """
         if not cols:
             raise ExportError("an empty set of columns cannot form a feature matrix",
                               hint="check the column selection of the pipeline")
         if dtype is not None:
-            cols = [self.as_double(c) if dtype == DOUBLE else c for c in cols]
+            cols = [self.as_double(c, int_marker) if dtype == DOUBLE else c for c in cols]
             for c in cols:
                 if c.dtype != dtype:
                     raise ExportError(f"column {c.name!r} is {c.dtype.name}, expected {dtype.name}")

@@ -1,4 +1,4 @@
-"""scikit-learn linear models -> MatMul + Add (+ expit / Softmax) in double precision.
+"""scikit-learn linear models -> Gemm (+ expit / Softmax) in double precision.
 
 Classifiers without probabilities (LinearSVC, RidgeClassifier, Perceptron...) give their label alone;
 ``SGDClassifier`` with ``log_loss`` / ``modified_huber`` gives scikit-learn's one-vs-rest probabilities.
@@ -26,7 +26,7 @@ from onegraph.export.adapters.models import (
     register_decision,
     register_model,
 )
-from onegraph.export.adapters.ops import expit
+from onegraph.export.adapters.ops import affine, expit
 
 __all__ = ["decision_function", "emit_logistic_regression", "LINEAR_CLASSIFIERS", "emit_linear_classifier",
            "emit_linear_regressor", "emit_linear_decision"]
@@ -41,9 +41,7 @@ def decision_function(g: GraphBuilder, model: Any, x: ir.Value) -> ir.Value:
 def _decision(g: GraphBuilder, model: Any, x: ir.Value) -> ir.Value:
     coef = np.asarray(model.coef_, np.float64)
     coef = coef.reshape(1, -1) if coef.ndim == 1 else coef
-    d = g.op("MatMul", x, g.const(np.ascontiguousarray(coef.T), "coef"), dtype=DOUBLE)
-    intercept = np.atleast_1d(np.asarray(model.intercept_, np.float64))
-    d = g.op("Add", d, g.const(intercept, "intercept"), dtype=DOUBLE)
+    d = affine(g, x, coef.T, model.intercept_)
     d.shape = ir.Shape(["N", coef.shape[0]])
     return d
 

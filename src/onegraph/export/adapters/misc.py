@@ -41,6 +41,7 @@ from onegraph.errors import ExportError
 from onegraph.export.adapters.choose import emit_model
 from onegraph.export.adapters.models import ModelOutputs, label_from_index, register_model, searched
 from onegraph.export.adapters.ops import (
+    affine,
     argmax_index,
     broadcast_rows,
     euclidean,
@@ -91,9 +92,7 @@ def emit_kernel_ridge(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
 @register_model(skx.PLSRegression, skx.PLSCanonical, skx.CCA)
 def emit_pls(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
     xc = g.op("Sub", x, g.const(np.asarray(model._x_mean, np.float64), "x_mean"), dtype=DOUBLE)
-    y = g.op("MatMul", xc, g.const(np.ascontiguousarray(np.asarray(model.coef_, np.float64).T), "coef_t"),
-             dtype=DOUBLE)
-    y = g.op("Add", y, g.const(np.asarray(model.intercept_, np.float64), "intercept"), dtype=DOUBLE)
+    y = affine(g, xc, np.asarray(model.coef_, np.float64).T, model.intercept_, "coef_t")
     return ModelOutputs.regressor(flat(g, y) if model._predict_1d else y)
 
 

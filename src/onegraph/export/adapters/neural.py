@@ -23,6 +23,7 @@ from onegraph.export.adapters.models import (
     register_model,
 )
 from onegraph.export.adapters.ops import (
+    affine,
     argmax_index,
     binary_pair,
     expit,
@@ -53,8 +54,7 @@ def forward(g: GraphBuilder, model: Any, x: ir.Value) -> ir.Value:
     a = x
     last = len(model.coefs_) - 1
     for i, (w, b) in enumerate(zip(model.coefs_, model.intercepts_)):
-        a = g.op("MatMul", a, g.const(np.asarray(w, np.float64), "coef"), dtype=DOUBLE)
-        a = g.op("Add", a, g.const(np.asarray(b, np.float64), "intercept"), dtype=DOUBLE)
+        a = affine(g, a, w, b)
         a = _activation(g, model.activation if i != last else model.out_activation_, a)
     a.shape = ir.Shape(["N", model.n_outputs_])
     return a

@@ -36,7 +36,7 @@ from onegraph.export.adapters.models import (
     register_decision,
     register_model,
 )
-from onegraph.export.adapters.ops import argmax_index, column, f64, flat, i64, sq_direct
+from onegraph.export.adapters.ops import affine, argmax_index, column, f64, flat, i64, sq_direct
 
 __all__ = ["svm_kernel", "dual_values", "ovo_values", "emit_svc", "emit_svr", "svc_decision", "coupled_probabilities"]
 
@@ -76,8 +76,7 @@ def ovo_values(g: GraphBuilder, model: Any, x: ir.Value) -> ir.Value:
     for p, (i, j) in enumerate(_pairs(k)):
         coef[starts[i]:starts[i + 1], p] = dual[j - 1, starts[i]:starts[i + 1]]
         coef[starts[j]:starts[j + 1], p] = dual[i, starts[j]:starts[j + 1]]
-    dec = g.op("MatMul", kx, g.const(coef, "pair_coef"), dtype=DOUBLE)
-    dec = g.op("Add", dec, g.const(np.asarray(model._intercept_, np.float64), "intercept"), dtype=DOUBLE)
+    dec = affine(g, kx, coef, model._intercept_, "pair_coef")
     dec.shape = ir.Shape(["N", coef.shape[1]])
     return dec
 
@@ -238,9 +237,7 @@ def emit_svc(model: Any, g: GraphBuilder, x: ir.Value) -> ModelOutputs:
 def dual_values(g: GraphBuilder, model: Any, x: ir.Value) -> ir.Value:
     """``K @ dual_coef_.T + intercept_`` ``[N]``: the decision value of a regressor or a ``OneClassSVM``."""
     kx = svm_kernel(g, model, x)
-    y = g.op("MatMul", kx, g.const(np.ascontiguousarray(np.asarray(model._dual_coef_, np.float64).T), "dual"),
-             dtype=DOUBLE)
-    y = g.op("Add", y, g.const(np.asarray(model._intercept_, np.float64), "intercept"), dtype=DOUBLE)
+    y = affine(g, kx, np.asarray(model._dual_coef_, np.float64).T, model._intercept_, "dual")
     return flat(g, y)
 
 

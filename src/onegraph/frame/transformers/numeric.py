@@ -18,7 +18,7 @@ import sklearn.impute
 import sklearn.preprocessing
 
 from onegraph.contract.columns import MISSING_STRING
-from onegraph.emit import BOOL, DOUBLE, STRING, Col, GraphBuilder, register_emitter
+from onegraph.emit import BOOL, DOUBLE, INT64, INT_PRESENT_FROM, STRING, Col, GraphBuilder, register_emitter
 from onegraph.errors import ColumnTypeError, ExportError
 from onegraph.frame.tensors import expm1, log1p
 from onegraph.frame.transformers.base import (
@@ -448,14 +448,24 @@ def emit_simple_imputer(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]
     filled: dict[int, Col] = {}
     masks: dict[int, Col] = {}
     if numeric:
-        x = g.matrix([cols[i] for i in numeric], DOUBLE)
-        if _is_nan_like(mv):
-            mask = g.op("IsNaN", x, dtype=BOOL)
+        fill = g.const(np.asarray([np.nan if stats[i] is None else 0.0 if _is_nan_like(stats[i]) else float(stats[i])
+                                   for i in numeric], np.float64), "statistics")
+        # int columns keep their missing marker through a plain Cast and are tested for it with the NaNs of
+        # the others in one comparison: two nodes fewer per int column (NaN compares false)
+        ints = [cols[i].dtype == INT64 and cols[i].kind == "int" for i in numeric]
+        if _is_nan_like(mv) and any(ints):
+            x = g.matrix([cols[i] for i in numeric], DOUBLE, int_marker=True)
+            present_from = np.where(ints, INT_PRESENT_FROM, -np.inf)
+            present = g.op("GreaterOrEqual", x, g.const(present_from, "present_from"), dtype=BOOL)
+            y = g.op("Where", present, x, fill, dtype=DOUBLE)
+            mask = g.op("Not", present, dtype=BOOL)
         else:
-            mask = g.op("Equal", x, g.const(np.float64(mv), "missing_value"), dtype=BOOL)
-        fill = np.asarray([np.nan if stats[i] is None else 0.0 if _is_nan_like(stats[i]) else float(stats[i])
-                           for i in numeric], np.float64)
-        y = g.op("Where", mask, g.const(fill, "statistics"), x, dtype=DOUBLE)
+            x = g.matrix([cols[i] for i in numeric], DOUBLE)
+            if _is_nan_like(mv):
+                mask = g.op("IsNaN", x, dtype=BOOL)
+            else:
+                mask = g.op("Equal", x, g.const(np.float64(mv), "missing_value"), dtype=BOOL)
+            y = g.op("Where", mask, fill, x, dtype=DOUBLE)
         for j, c in zip(numeric, g.block(y, [cols[i].name for i in numeric], "float", DOUBLE)):
             filled[j] = c
         for j, c in zip(numeric, g.block(g.op("Cast", mask, to=DOUBLE), [cols[i].name for i in numeric], "float", DOUBLE)):
