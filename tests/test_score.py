@@ -229,7 +229,7 @@ def test_a_missing_file_is_looked_at_on_every_call(tmp_path, fitted):
 
 def test_rows_taken_from_one_frame_share_where_its_columns_are(fitted):
     """A loop of ``score(model, df.iloc[[i]])``: each row is a new DataFrame with an Index of its own, over the
-    same labels; where each input sits is worked out once, and a frame of the same labels in another order
+    same labels; where each input sits (and their blocks) is worked out once, and a frame of the same labels in another order
     is read by its own order."""
     pipe, model, frame = fitted
     session = onegraph.Session(model)

@@ -39,32 +39,40 @@ _STRING_ARRAYS: set[type] = set()
 def few_texts(values: Any) -> np.ndarray | None:
     """A few text values as the object array a string input takes (missing as ``MISSING_STRING``), or None
     when one of them is not text (the general path reports it)."""
-    out = []
-    for v in values:
-        if type(v) is str and MISSING_STRING not in v:  # text holding the marker: the general path refuses it
-            out.append(v)
+    return _text_feed(list(values))
+
+
+def _text_feed(texts: list) -> np.ndarray | None:
+    """:func:`few_texts` of a list of its own, which it rewrites in place."""
+    for i, v in enumerate(texts):
+        if type(v) is str:
+            if MISSING_STRING in v:  # text holding the marker: the general path refuses it
+                return None
         elif v is None or v is pd.NA or (type(v) is float and v != v):
-            out.append(MISSING_STRING)
+            texts[i] = MISSING_STRING
         else:
             return None
-    return np.array(out, dtype=object)
+    return np.array(texts, dtype=object)
 
 
 def small_texts(values: Any) -> np.ndarray | None:
     """A column of at most :data:`FEW` values (an object array, or pandas' Arrow-backed string array) as the
     object array a string input takes; None for anything else (the general path converts or reports it)."""
     if type(values) is np.ndarray:
-        return few_texts(values) if values.dtype == object and values.ndim == 1 and len(values) <= FEW else None
+        return _text_feed(values.tolist()) if values.dtype == object and values.ndim == 1 and len(values) <= FEW \
+            else None
     pa_array = getattr(values, "_pa_array", None)  # pandas' Arrow-backed string arrays
-    if pa_array is None or len(pa_array) > FEW:
+    if pa_array is None:
         return None
     t = type(values)
     if t not in _STRING_ARRAYS:
         if not (isinstance(values.dtype, pd.StringDtype) and values.dtype.storage == "pyarrow"):
             return None
         _STRING_ARRAYS.add(t)
+    if len(pa_array) > FEW:
+        return None
     # one chunk (the usual case) converts in half the time of the chunked array
-    return few_texts(pa_array.chunk(0).to_pylist() if pa_array.num_chunks == 1 else pa_array.to_pylist())
+    return _text_feed(pa_array.chunk(0).to_pylist() if pa_array.num_chunks == 1 else pa_array.to_pylist())
 
 
 class RowFeeds:
@@ -81,6 +89,7 @@ class RowFeeds:
         #: (input name, conversion, reshape to [N, 1]) per input; None when an input kind has no fast path
         self.plan = None if None in codes else [(s.name, c, s.name in rank2) for s, c in zip(specs, codes)]
         self._positions: dict[int, tuple[Any, list[int] | None]] = {}
+        self._slot_plans: dict[tuple[int, ...], tuple[Any, tuple, list | None]] = {}
 
     def record(self, record: dict) -> dict[str, np.ndarray] | None:
         """Feeds for one row given as a dict of scalars; None when a column is absent or a value is not a
@@ -126,25 +135,30 @@ class RowFeeds:
         blocks; None when a column is absent or repeated, or needs converting (the general path)."""
         if self.plan is None or len(frame.index) > FEW:
             return None
-        try:
-            positions = self._column_positions(frame.columns)
-            if positions is None:
+        try:  # pandas internals: absent or changed -> general path
+            blocks = frame._mgr.blocks
+            slots = self._slots(frame.columns, blocks)
+            if slots is None:
                 return None
-            columns: list[Any] = [None] * len(frame.columns)
-            for block in frame._mgr.blocks:  # pandas internals: absent or changed -> general path
-                values = block.values
-                if values.ndim == 2:
-                    for j, loc in enumerate(block.mgr_locs):
-                        columns[loc] = values[j]
-                else:
-                    for loc in block.mgr_locs:
-                        columns[loc] = values
+            arrays = [block.values for block in blocks]
         except Exception:  # any internal-API mismatch
             return None
         feeds = {}
-        for (name, code, rank2), pos in zip(self.plan, positions):
-            arr = _column_feed(code, columns[pos])
-            if arr is None:
+        for name, code, rank2, k, j in slots:
+            values = arrays[k] if j < 0 else arrays[k][j]
+            if code == _STRING:
+                arr = small_texts(values)
+            elif type(values) is not np.ndarray:
+                return None
+            elif code == _DOUBLE:
+                arr = values if values.dtype == _F64 else None
+            elif code == _INT:  # the general path refuses the reserved INT64_MIN, naming the row
+                arr = values if values.dtype == _I64 and NA_INT64 not in values.tolist() else None
+            elif code == _FLOAT:
+                arr = values if values.dtype == _F32 else None
+            else:
+                arr = values if values.dtype.kind == "b" else None
+            if arr is None or arr.ndim != 1:
                 return None
             feeds[name] = arr.reshape(-1, 1) if rank2 else arr
         return feeds
@@ -161,23 +175,37 @@ class RowFeeds:
         where = {n: i for i, n in enumerate(names)}
         found = [where.get(name, -1) for name, _, _ in self.plan]
         positions = None if -1 in found or len(where) != len(names) else found  # absent, or names repeated
-        if len(self._positions) >= 8:
-            self._positions.pop(next(iter(self._positions)))
-        self._positions[id(labels)] = (labels, positions)  # holds the labels, so their id is not reused
+        _remember(self._positions, id(labels), (labels, positions))  # holds the labels: their id is not reused
         return positions
 
+    def _slots(self, columns: pd.Index, blocks: tuple) -> list[tuple[str, int, bool, int, int]] | None:
+        """Per input: (name, conversion, [N, 1], its block, its row in the block's 2-D values or -1 for a 1-D
+        array); None when an input is absent or a name repeated. Remembered for the last few pairs of column
+        labels and block placements, which pandas never changes in place: rows taken from one DataFrame
+        (``df.iloc[[i]]``) get an Index and blocks of their own that share its labels and placements."""
+        labels = getattr(columns, "_data", columns)  # pandas internals; the Index itself otherwise
+        placements = tuple([block._mgr_locs for block in blocks])
+        key = (id(labels), *map(id, placements))
+        entry = self._slot_plans.get(key)
+        if entry is not None:
+            return entry[2]
+        positions = self._column_positions(columns)
+        slots = None
+        if positions is not None:
+            at: dict[int, tuple[int, int]] = {}
+            for k, (block, placement) in enumerate(zip(blocks, placements)):
+                locs = placement.indexer
+                locs = range(locs.start, locs.stop, locs.step) if type(locs) is slice else locs.tolist()
+                two_d = block.values.ndim == 2
+                for j, loc in enumerate(locs):
+                    at[loc] = (k, j if two_d else -1)
+            slots = [(name, code, rank2, *at[pos]) for (name, code, rank2), pos in zip(self.plan, positions)]
+        _remember(self._slot_plans, key, (labels, placements, slots))  # holds what the key names: no id reused
+        return slots
 
-def _column_feed(code: int, values: Any) -> np.ndarray | None:
-    """One column of a few rows as its feed when it already has the input's type (no conversion)."""
-    if code == _STRING:
-        return small_texts(values)
-    if type(values) is not np.ndarray or values.ndim != 1:
-        return None
-    dtype = values.dtype
-    if code == _DOUBLE:
-        return values if dtype == _F64 else None
-    if code == _INT:  # the general path refuses the reserved INT64_MIN, naming the row
-        return values if dtype == _I64 and NA_INT64 not in values.tolist() else None
-    if code == _FLOAT:
-        return values if dtype == _F32 else None
-    return values if dtype.kind == "b" else None
+
+def _remember(cache: dict, key: Any, entry: Any) -> None:
+    """``cache[key] = entry``, keeping the 8 latest."""
+    if len(cache) >= 8:
+        cache.pop(next(iter(cache)))
+    cache[key] = entry

@@ -474,8 +474,9 @@ def _rows_within_budget(values_per_row: int) -> int:
 
 
 def _all_finite(value: np.ndarray) -> bool:
-    if value.size <= 64:  # single-row scoring: a list is faster than two numpy reductions on a few values
-        return all(map(math.isfinite, value.ravel().tolist()))
+    if value.size <= 64:  # single-row scoring: a sum of a list is faster than numpy's reductions on a few values;
+        # the sum of finite values is finite unless it overflows, which the exact test then settles
+        return math.isfinite(sum(value.ravel().tolist())) or bool(np.isfinite(value).all())
     return bool(np.isfinite(value).all())
 
 
