@@ -150,7 +150,8 @@ def finish(g: GraphBuilder, specs: list[ColumnSpec], outputs: list[dict],
     entries = list(outputs) + list(g.checks)
     ir_model = g.to_model()
     tidy(ir_model, dedupe=dedupe, merge_common=merge_common)
-    from onegraph.meta.model import drop_weights, dtypes_in_use, row_width
+    from onegraph.meta.model import dtypes_in_use
+    from onegraph.shapes import drop_weights, row_width
 
     width = row_width(drop_weights(ir.to_proto(ir_model)))  # before the steps are grouped: every value counts
     if functions:

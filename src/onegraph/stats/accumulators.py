@@ -447,7 +447,7 @@ class TensorAccumulator:
     def histogram(self) -> Histogram | None:
         if self.count == 0:
             return None
-        return Histogram(self._e, self._first, tuple(int(c) for c in self._counts))
+        return Histogram(self._e, self._first, tuple(self._counts.astype(np.int64).tolist()))
 
     def outliers_beyond(self, low: float, high: float) -> OutlierCount:
         """Bounds on the number of finite values ``< low`` or ``> high``, read from the histogram."""
@@ -509,11 +509,14 @@ class TensorAccumulator:
         ch = self._ch
         has = ch["count"] > 0
 
-        def col(a: np.ndarray) -> tuple:
-            return tuple(float(v) if ok else None for v, ok in zip(a, has))
+        every = bool(has.all())
+
+        def col(a: np.ndarray) -> tuple:  # tolist: Python floats at C speed (a layer has 1,000s of channels)
+            values = a.astype(np.float64).tolist()
+            return tuple(values) if every else tuple(v if ok else None for v, ok in zip(values, has.tolist()))
 
         var = np.divide(ch["m2"], ch["count"], out=np.zeros(len(has)), where=has)
-        return ChannelStats(self._axis, tuple(int(c) for c in ch["count"]), col(ch["min"]), col(ch["max"]),
+        return ChannelStats(self._axis, tuple(ch["count"].astype(np.int64).tolist()), col(ch["min"]), col(ch["max"]),
                             col(ch["mean"]), col(np.sqrt(var)))
 
 

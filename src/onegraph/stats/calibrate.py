@@ -43,7 +43,7 @@ from onegraph.errors import (
     RuntimeFailure,
     whole_number,
 )
-from onegraph.meta.model import FLOAT_TYPES, drop_weights, with_shapes
+from onegraph.shapes import FLOAT_TYPES, drop_weights, with_shapes
 from onegraph.runtime.arrays import check_array_feeds
 from onegraph.stats.accumulators import TensorAccumulator, TensorStats
 

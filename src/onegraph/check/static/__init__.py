@@ -12,16 +12,6 @@ from collections.abc import Iterator
 import onnx
 
 from onegraph.check.findings import Finding
-from onegraph.check.static import (
-    fold,
-    inputs,
-    metadata,
-    operators,
-    rules,
-    strings,
-    structure,
-    tensors,
-)
 from onegraph.check.static.walk import bodies, domain_of
 from onegraph.check.static.walk import tensors as stored_tensors
 
@@ -55,6 +45,9 @@ def static_findings(model: onnx.ModelProto, *, folder: str | None = None, memory
 
 
 def _all(model: onnx.ModelProto, folder: str | None, memory: int) -> Iterator[Finding]:
+    # the rules load here, not with the package: the loader reads external data through .walk in every process
+    from onegraph.check.static import fold, inputs, metadata, operators, rules, strings, structure, tensors
+
     if not model.HasField("graph"):
         yield Finding("C002", "the model holds no graph", "graph")
         return
