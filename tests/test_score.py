@@ -241,6 +241,27 @@ def test_rows_taken_from_one_frame_share_where_its_columns_are(fitted):
     assert len(session._rows._positions) == 2
 
 
+def test_one_row_frame_changed_between_calls_is_read_as_it_is_now(fitted):
+    """The single-row path remembers where each input sits in a frame's blocks: the same frame scored again
+    after a value is set in place, a column is replaced by one of another dtype, or a column is inserted
+    and the columns reordered, answers for what the frame holds at each call."""
+    pipe, model, frame = fitted
+    session = onegraph.Session(model)
+    row = frame.iloc[[7]].copy()
+    assert_scores(session.score(row), expected(pipe, row))
+    assert len(session._rows._slot_plans) == 1  # the fast path read it
+    row.loc[row.index[0], "bill_length_mm"] = 59.0  # in place: same blocks
+    assert_scores(session.score(row), expected(pipe, row))
+    row["island"] = row["island"].astype(object)  # a text column of another array type
+    row["bill_depth_mm"] = row["bill_depth_mm"].astype(np.float32)  # another dtype: converted by the general path
+    assert_scores(session.score(row), expected(pipe, row))
+    row.insert(0, "extra", [1.5])
+    row = row[row.columns[::-1]]
+    assert_scores(session.score(row), expected(pipe, row.drop(columns="extra")))
+    row.loc[row.index[0], "bill_length_mm"] = np.nan
+    assert_scores(session.score(row), expected(pipe, row.drop(columns="extra")))
+
+
 def _score_module():
     import importlib
 

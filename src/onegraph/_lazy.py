@@ -16,7 +16,10 @@ class _Package(types.ModuleType):
     """A package whose exports may share a name with one of its submodules (``runtime.score``).
 
     Importing the submodule binds its name on the package; the export keeps that name, as it did when the
-    package imported it eagerly (``from .score import score`` rebinds the name to the function).
+    package imported it eagerly (``from .score import score`` rebinds the name to the function). Only
+    ``__setattr__`` is overridden: a ``__getattr__`` method on the class would route every attribute read
+    (``onegraph.score`` in a scoring loop: 0.18 us instead of 0.02 us) through Python; the module-level
+    ``__getattr__`` of PEP 562, which :func:`exports` installs, runs only for a name not yet bound.
     """
 
     _exports: dict[str, str]
@@ -27,23 +30,22 @@ class _Package(types.ModuleType):
             value = getattr(value, name)
         super().__setattr__(name, value)
 
-    def __getattr__(self, name: str) -> Any:
-        exports = self.__dict__.get("_exports", {})
-        if name in exports:
-            value = getattr(importlib.import_module(exports[name]), name)
-        else:
-            try:
-                value = importlib.import_module(f"{self.__name__}.{name}")
-            except ModuleNotFoundError as exc:
-                if exc.name != f"{self.__name__}.{name}":
-                    raise
-                raise AttributeError(f"module {self.__name__!r} has no attribute {name!r}") from None
-            value = self.__dict__.get(name, value)
-        super().__setattr__(name, value)
-        return value
 
-    def __dir__(self) -> list[str]:
-        return sorted(set(self.__dict__) | set(self.__dict__.get("_exports", {})))
+def _load(module: types.ModuleType, name: str) -> Any:
+    """The export or submodule ``name`` of ``module``, imported and bound on first access."""
+    exports = module.__dict__.get("_exports", {})
+    if name in exports:
+        value = getattr(importlib.import_module(exports[name]), name)
+    else:
+        try:
+            value = importlib.import_module(f"{module.__name__}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{module.__name__}.{name}":
+                raise
+            raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}") from None
+        value = module.__dict__.get(name, value)
+    types.ModuleType.__setattr__(module, name, value)
+    return value
 
 
 def exports(package: str, names: dict[str, str]) -> None:
@@ -54,3 +56,5 @@ def exports(package: str, names: dict[str, str]) -> None:
     module = sys.modules[package]
     module.__class__ = _Package
     module.__dict__["_exports"] = dict(names)
+    module.__dict__["__getattr__"] = lambda name: _load(module, name)
+    module.__dict__["__dir__"] = lambda: sorted(set(module.__dict__) | set(module.__dict__.get("_exports", {})))

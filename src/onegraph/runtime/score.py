@@ -73,11 +73,11 @@ def cached_session(model: Any, *, trusted: bool = False) -> Session:
     editing a ``ModelProto`` or ``bytearray`` in place, score it through a new :class:`Session`.
     """
     global _LAST
-    last_key, last_session, looked, when, writes = _LAST
+    recent = _recent(model)
+    if recent is not None:  # the single-row loop
+        return recent
+    last_key, last_session = _LAST[:2]
     now = time.monotonic_ns()
-    if (looked is not None and (model is looked or (type(model) is type(looked) and model == looked))
-            and now - when < RECHECK_NS and writes == written.count()):  # the single-row loop
-        return last_session
     writes = written.count()
     key = _key(model)
     if key == last_key:  # the model scored last: no reordering
@@ -99,6 +99,16 @@ def cached_session(model: Any, *, trusted: bool = False) -> Session:
                 _CACHE.move_to_end(key)
     _LAST = (key, session, model if _absolute(model) else None, now, writes)
     return session
+
+
+def _recent(model: Any) -> Session | None:
+    """The last call's session when ``model`` is its absolute path, looked at less than :data:`RECHECK_NS` ago
+    with no file written by onegraph since; else None."""
+    _, session, looked, when, writes = _LAST
+    if (looked is not None and (model is looked or (type(model) is type(looked) and model == looked))
+            and time.monotonic_ns() - when < RECHECK_NS and writes == written.count()):
+        return session
+    return None
 
 
 def score(model: Any, data: Any, *, trusted: bool = False) -> pd.DataFrame:
@@ -134,4 +144,5 @@ def score(model: Any, data: Any, *, trusted: bool = False) -> pd.DataFrame:
         for a model that cannot be read or run; :class:`~onegraph.check.guard.UnsafeModelError` (a
         ``ModelFileError``) when the pre-check finds an error, naming it.
     """
-    return cached_session(model, trusted=trusted).score(data)
+    session = _recent(model)  # cached_session's first test, without its call (single-row scoring)
+    return (session if session is not None else cached_session(model, trusted=trusted)).score(data)
