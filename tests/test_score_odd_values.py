@@ -1088,3 +1088,34 @@ def test_build_refuses_the_missing_text_marker_by_data_row_before_fitting(cli, t
     done = cli("build", str(path), "--target", "Origin", "-o", str(tmp_path / "cars.onnx"))
     assert done.returncode == 1 and f"column {column!r}: value at row {row} holds U+FFFF" in done.stderr, done.stderr
     assert "fitting" not in done.stderr and not (tmp_path / "cars.onnx").exists()
+
+
+@pytest.fixture(scope="module")
+def ridge_on_numbers():
+    """A float and an int column into an imputer and a ridge regression (the penguins' body mass)."""
+    from sklearn.impute import SimpleImputer
+    from sklearn.linear_model import Ridge
+    from sklearn.pipeline import make_pipeline
+
+    from onegraph.datasets import load_penguins
+
+    frame = load_penguins()[["bill_length_mm", "year", "body_mass_g"]].dropna()
+    x = frame[["bill_length_mm", "year"]]
+    return onegraph.build(make_pipeline(SimpleImputer(), Ridge()).fit(x, frame["body_mass_g"]), None, x), \
+        {"bill_length_mm": float(x.iloc[0, 0]), "year": int(x.iloc[0, 1])}
+
+
+@pytest.mark.parametrize("column", ["bill_length_mm", "year"])
+@pytest.mark.parametrize("value", [
+    __import__("datetime").datetime(2020, 1, 1), pd.Timestamp("2020-01-01", tz="UTC"), pd.Timedelta("1D"),
+    __import__("datetime").timedelta(days=1), __import__("datetime").date(2020, 1, 1), np.datetime64("2020-01-01"),
+    np.timedelta64(3, "s")], ids=["datetime", "Timestamp", "Timedelta", "timedelta", "date", "datetime64",
+                                  "timedelta64"])
+@pytest.mark.parametrize("form", ["dict", "records"])
+def test_a_date_or_duration_in_a_number_column_is_refused_naming_it(ridge_on_numbers, column, value, form):
+    """pandas' to_numeric reads a date as its nanoseconds (a datetime64[D] as days): once scored as a body mass
+    of 1e16 g; scikit-learn refuses it, and so does onegraph, naming the column and the row."""
+    model, base = ridge_on_numbers
+    row = {**base, column: value}
+    with pytest.raises(onegraph.errors.ColumnTypeError, match=re.escape(column)):
+        onegraph.score(model, row if form == "dict" else [base, row])

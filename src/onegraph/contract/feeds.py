@@ -8,6 +8,7 @@ error naming the column, the row and what to give instead. the single-row scorin
 
 from __future__ import annotations
 
+import datetime
 import re
 from typing import Any
 
@@ -302,10 +303,27 @@ def _doubles(spec: ColumnSpec, values: Any) -> np.ndarray:
     return values.to_numpy(dtype=np.float64, na_value=np.nan)
 
 
+#: dates, times and durations (``pd.Timestamp`` / ``pd.Timedelta`` are ``datetime`` / ``timedelta``)
+_TEMPORAL = (datetime.date, datetime.time, datetime.timedelta, np.datetime64, np.timedelta64)
+
+
+def _refuse_temporal(spec: ColumnSpec, values: np.ndarray) -> None:
+    """ColumnTypeError naming the row of the first date, time or duration among object values of a number
+    column: pandas' ``to_numeric`` reads them as nanoseconds (a ``datetime64[D]`` as days), a number the
+    model never saw, where scikit-learn and a DataFrame column of them are refused."""
+    if not any(issubclass(t, _TEMPORAL) for t in set(map(type, values))):
+        return
+    for row, v in enumerate(values):
+        if isinstance(v, _TEMPORAL) and not _is_missing_scalar(v):
+            raise ColumnTypeError(spec.name, f"value {_short(v)} at row {row} is a date, time or duration, not a "
+                                  "number", hint=_hint(spec))
+
+
 def _object_to_float(spec: ColumnSpec, values: np.ndarray) -> np.ndarray:
     """Object values (numbers of any Python / numpy type, number text, bools; missing as None / NaN / pd.NA)
     as float64. Text is read by :func:`_parsed_texts`'s rules whatever holds it (an object column, a list,
-    records), as in a string column."""
+    records), as in a string column. Dates, times and durations are refused (:func:`_refuse_temporal`)."""
+    _refuse_temporal(spec, values)
     missing = np.asarray(pd.isna(values), dtype=bool)
     if missing.any():  # pandas' parser takes None and NaN, not NaT (nor pd.NA in every version)
         values = values.copy()
@@ -501,7 +519,9 @@ def _object_to_int(spec: ColumnSpec, values: np.ndarray) -> np.ndarray:
     """Object values (Python / numpy ints of any size, whole floats, numbers as text, bools; missing as None /
     NaN / pd.NA) -> int64, exactly: pandas' vectorized parse where it is exact, else value by value. Text is
     read by the float inputs' rules (:func:`_parsed_texts`), whole numbers of ASCII digits exactly however long:
-    ``'1_000'``, ``'１２'``, ``'12\xa0'`` (which Python's ``int()`` takes) and ``''`` are refused naming the row."""
+    ``'1_000'``, ``'１２'``, ``'12\xa0'`` (which Python's ``int()`` takes) and ``''`` are refused naming the row,
+    as are dates, times and durations (:func:`_refuse_temporal`)."""
+    _refuse_temporal(spec, values)
     missing = np.asarray(pd.isna(values), dtype=bool)
     rows = np.flatnonzero(~missing)
     out = np.full(len(values), NA_INT64, dtype=np.int64)
