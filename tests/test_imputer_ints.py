@@ -54,3 +54,25 @@ def test_ints_next_to_the_marker(penguins):
     assert float(np.float64(INT64_MIN + 513)) == INT_PRESENT_FROM
     np.testing.assert_array_equal(got[2:], expected[2:])
     assert got[:2].tolist() == [5.0, 5.0]  # scikit-learn: -2**63 as a value
+
+
+@pytest.mark.parametrize("bad", [
+    {"year": [np.nan, 2007.0, 2008.0], "body_mass_g": [3000.0, 3100.0, 3200.0]},
+    {"year": pd.array([2007, pd.NA, 2008], dtype="Int64"), "body_mass_g": [3000.0, 3100.0, 3200.0]},
+    {"year": [2007, 2008, 2009], "body_mass_g": [3000.0, 3100.0, np.nan]},
+], ids=["float NaN", "Int64 NA", "second column"])
+def test_a_missing_value_is_refused_where_missing_values_is_another_number(bad):
+    """SimpleImputer(missing_values=-1) imputes -1 and refuses NaN ("Input X contains NaN"): scoring a NaN or a
+    pd.NA raises naming the column and the row, as the text case does, instead of answering NaN."""
+    fit = pd.DataFrame({"year": pd.array([2007, -1, 2008, 2009], dtype="Int64"),
+                        "body_mass_g": [3000.0, -1.0, 3500.0, 4000.0]})
+    imputer = SimpleImputer(strategy="median", missing_values=-1).fit(fit)
+    model = onegraph.build(imputer, None, fit)
+    np.testing.assert_array_equal(onegraph.score(model, fit).to_numpy(np.float64), imputer.transform(fit))
+    frame = pd.DataFrame(bad)
+    with pytest.raises(ValueError, match="contains NaN"):
+        imputer.transform(frame)
+    column = "body_mass_g" if frame["body_mass_g"].isna().any() else "year"
+    row = int(np.flatnonzero(frame[column].isna())[0])
+    with pytest.raises(onegraph.errors.OutOfRangeError, match=rf"column {column!r}.*first row {row}\b"):
+        onegraph.score(model, frame)

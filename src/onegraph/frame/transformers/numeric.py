@@ -13,6 +13,7 @@ from numbers import Real
 from typing import Any
 
 import numpy as np
+import onnx_ir as ir
 import pandas as pd
 import sklearn.impute
 import sklearn.preprocessing
@@ -431,6 +432,15 @@ def _is_nan_like(v: Any) -> bool:
     return v is None or v is pd.NA or (isinstance(v, float) and np.isnan(v))
 
 
+def _refuse_missing(g: GraphBuilder, missing: ir.Value, column: str, mv: Any) -> None:
+    """Flag the rows where ``column`` is missing (``missing``, bool ``[N]``) for a SimpleImputer whose
+    ``missing_values`` is another value: scikit-learn refuses NaN / None in its input, so scoring does too."""
+    g.flag(missing, "out_of_range", column,
+           covers=f"values that are not missing (its SimpleImputer(missing_values={mv!r}) refuses a missing one, "
+                  "as scikit-learn's does)",
+           hint=f"fill the missing values with {mv!r} (fillna({mv!r})), or drop those rows")
+
+
 @register_emitter(sklearn.impute.SimpleImputer)
 def emit_simple_imputer(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]:
     """Emit scikit-learn's SimpleImputer (dense input) for columns of any mix of numeric and text kinds."""
@@ -465,6 +475,9 @@ def emit_simple_imputer(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]
                 mask = g.op("IsNaN", x, dtype=BOOL)
             else:
                 mask = g.op("Equal", x, g.const(np.float64(mv), "missing_value"), dtype=BOOL)
+                nan = g.op("IsNaN", x, dtype=BOOL)
+                for j, i in enumerate(numeric):  # scikit-learn checks the input first: "Input X contains NaN"
+                    _refuse_missing(g, g.vector(Col(cols[i].name, "bool", nan, BOOL, j)), cols[i].name, mv)
             y = g.op("Where", mask, fill, x, dtype=DOUBLE)
         for j, c in zip(numeric, g.block(y, [cols[i].name for i in numeric], "float", DOUBLE)):
             filled[j] = c
@@ -476,10 +489,7 @@ def emit_simple_imputer(est: Any, g: GraphBuilder, cols: list[Col]) -> list[Col]
         x = g.vector(cols[i])
         if not _is_nan_like(mv):  # scikit-learn checks the input first: "Input contains NaN"
             missing = g.op("Equal", x, g.const(np.array(MISSING_STRING, dtype=object), "missing"), dtype=BOOL)
-            g.flag(missing, "out_of_range", cols[i].name,
-                   covers=f"values that are not missing (its SimpleImputer(missing_values={mv!r}) refuses a missing "
-                          "one, as scikit-learn's does)",
-                   hint=f"fill the missing values with {mv!r} (fillna({mv!r})), or drop those rows")
+            _refuse_missing(g, missing, cols[i].name, mv)
         mask = g.op("Equal", x, marker, dtype=BOOL)
         fill = MISSING_STRING if _is_nan_like(stats[i]) else str(stats[i])
         y = g.op("Where", mask, g.const(np.array(fill, dtype=object), "statistic"), x, dtype=STRING)
