@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import onnx
 import onnx_ir as ir
@@ -206,3 +208,25 @@ def test_data_of_another_shape_or_type_is_refused_naming_the_input_and_both_shap
     bf = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     stats = calibrate(bf, {"x": x.reshape(-1, 4)[:40]}, progress=False).stats()
     assert stats["c"].dtype == "bfloat16" and stats["y"].dtype == "float32"
+
+
+_CNN = Path(__file__).parent / "data" / "digits-cnn.onnx"
+_GOOD = np.random.default_rng(5).random((4, 1, 8, 8), dtype=np.float32)
+
+
+@pytest.mark.parametrize("data, says", [
+    ([{"x": _GOOD}, None], "batch 1 .* NoneType, not a dict"),
+    (({"x": _GOOD} if i == 0 else None for i in range(2)), "batch 1 .* NoneType"),
+    (({"x": [[1.0], [1.0, 2.0]]} for _ in range(1)), "input 'x': its values are not one array"),
+    (_GOOD, "bare array: name it"),
+    ((_GOOD for _ in range(2)), "batch 0 .* ndarray, not a dict"),
+    ([], "holds no sample"),
+    ([{"x": np.float32(1)}], "input 'x': a scalar is no batch"),
+    ([{"x": np.full((2, 1, 8, 8), 1e40)}], r"input 'x': value 1e\+40 \(sample 0\) is beyond the range of float32"),
+], ids=["None in a list", "None from a generator", "ragged", "bare array", "arrays from a generator", "empty list",
+        "scalar in a list", "float64 beyond float32"])
+def test_bad_calibration_batches_raise_one_data_error_naming_what(data, says):
+    """Each of these once raised TypeError / ValueError from inside, printed a 3 KB array as the 'columns
+    given', told a list from a generator apart, or counted 1e40 as +inf; now one DataError says what is wrong."""
+    with pytest.raises(DataError, match=says):
+        calibrate(_CNN, data, progress=False).stats()

@@ -461,6 +461,10 @@ class _Runner:
             batch_size = min(batch_size, self.fixed_batch)
         if isinstance(data, (str, os.PathLike)):
             data = self._read_file(Path(data))
+        if isinstance(data, np.ndarray):
+            raise DataError("the calibration data is a bare array: name it as the model's input",
+                            hint=f"give {{{next(iter(self.inputs), 'input')!r}: array}} (first axis: samples), or "
+                                 "an iterable of such dicts")
         if self.table and not _is_feed_batches(data):
             n, feeds = self.session.feeds(data)
             yield from self._sliced(n, feeds, batch_size)
@@ -469,8 +473,13 @@ class _Runner:
             feeds = self._checked(data)
             yield from self._sliced(len(next(iter(feeds.values()))), feeds, batch_size)
             return
-        if _is_feed_batches(data):  # batches larger than batch_size are cut too: batch_size bounds memory
-            for batch in data:
+        if _is_feed_batches(data) or isinstance(data, (list, tuple)):
+            # batches larger than batch_size are cut too: batch_size bounds memory
+            for i, batch in enumerate(data):
+                if not isinstance(batch, Mapping):
+                    raise DataError(f"batch {i} of the calibration data is a {type(batch).__name__}, not a dict of "
+                                    "arrays named as the model's inputs",
+                                    hint=f"give each batch as {{{next(iter(self.inputs), 'input')!r}: array}}")
                 feeds = self._checked(batch)
                 yield from _slices(len(next(iter(feeds.values()))), feeds, batch_size)
             return
@@ -500,9 +509,14 @@ class _Runner:
             raise MissingColumnError(missing, [str(k) for k in feeds])
         out = {}
         for name, dtype in self.inputs.items():
-            arr = np.asarray(feeds[name])
+            try:
+                arr = np.asarray(feeds[name])
+            except (ValueError, TypeError) as exc:  # ragged nested lists, objects numpy cannot hold
+                raise DataError(f"input {name!r}: its values are not one array ({str(exc).strip()[:200]})",
+                                hint="give an array (or nested lists of equal lengths) whose first axis is samples") \
+                    from None
             if dtype is not None and arr.dtype != dtype and arr.dtype.kind in "biuf":
-                arr = arr.astype(dtype)
+                arr = _cast(name, arr, np.dtype(dtype))
             elif dtype is not None and arr.dtype != dtype:
                 raise DataError(f"input {name!r}: {arr.dtype} values where the model takes {np.dtype(dtype).name}",
                                 hint=f"give {np.dtype(dtype).name} arrays (numbers)")
@@ -521,6 +535,22 @@ class _Runner:
     def _sliced(self, n: int, feeds: dict[str, np.ndarray], batch_size: int) -> Iterator[tuple[int, dict]]:
         self.total = n
         yield from _slices(n, feeds, batch_size)
+
+
+def _cast(name: str, arr: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    """``arr`` as the input's ``dtype``; DataError naming the input where a finite value is beyond the range of a
+    narrower float type (numpy's cast would make it ±inf, counted as an infinite value of the tensor)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = arr.astype(dtype)
+    if dtype.kind == "f" and arr.dtype.kind == "f" and arr.dtype.itemsize > dtype.itemsize:
+        beyond = np.isinf(out) & np.isfinite(arr)
+        if beyond.any():
+            k = int(np.flatnonzero(beyond.reshape(-1))[0])
+            per_sample = max(1, arr[0].size) if arr.ndim else 1
+            raise DataError(f"input {name!r}: value {arr.reshape(-1)[k].item()!r} (sample {k // per_sample}) is "
+                            f"beyond the range of {dtype.name}, the model's input type",
+                            hint=f"clip the values to +-{float(np.finfo(dtype).max):.4g} or scale them")
+    return out
 
 
 def _has_input_schema(model: onnx.ModelProto) -> bool:
