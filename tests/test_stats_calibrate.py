@@ -230,3 +230,16 @@ def test_bad_calibration_batches_raise_one_data_error_naming_what(data, says):
     given', told a list from a generator apart, or counted 1e40 as +inf; now one DataError says what is wrong."""
     with pytest.raises(DataError, match=says):
         calibrate(_CNN, data, progress=False).stats()
+
+
+def test_a_model_that_cannot_run_is_refused_naming_its_file(tmp_path):
+    """A model file whose functions were cut off (as a truncated copy that still parses): calibration checks the
+    file for an onnxruntime session first, so the refusal names the file, not 'the model bytes' of the model
+    with its tensors exposed."""
+    data, frame = penguins_pipeline()
+    proto = onnx.load_from_string(data)
+    del proto.functions[:]
+    path = tmp_path / "cut.onnx"
+    path.write_bytes(proto.SerializeToString())
+    with pytest.raises(onegraph.check.UnsafeModelError, match=r"model file .*cut\.onnx was not opened: error C403"):
+        calibrate(path, frame, progress=False)

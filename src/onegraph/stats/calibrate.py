@@ -249,7 +249,9 @@ def calibrate(model: Any, data: Any, *, tensors: Sequence[str] | None = None, op
     """
     batch_size = whole_number("batch_size", batch_size,
                               hint="give batch_size >= 1 (command line: --batch-size N), e.g. 256")
-    source = read_model(model)  # a file is checked first; an in-memory model is serialized
+    # a file is checked first, for an onnxruntime session (the exposed model adds outputs only); an in-memory
+    # model is serialized
+    source = read_model(model, purpose="run")
     light = _without_weights(load_model(source.data, trusted=True))
     selected = _select(light, tensors, op_types, functions, where)
     skipped = {t.name: "type unknown after shape inference" for t in selected if t.elem_type is None}
