@@ -139,7 +139,7 @@ def test_wrong_types_are_named(fitted):
         onegraph.score(model, frame.head(2).assign(island=[1, 2]))
     with pytest.raises(ColumnTypeError, match="'year'"):
         onegraph.score(model, frame.head(2).assign(year=["2007", "later"]))
-    with pytest.raises(DataError, match="different lengths|values where other"):
+    with pytest.raises(DataError, match="different lengths|where the other columns have"):
         onegraph.score(model, {"island": ["Dream", "Biscoe"], "sex": ["male"], **{c: [1.0, 2.0] for c in NUMERIC}})
 
 

@@ -1119,3 +1119,11 @@ def test_a_date_or_duration_in_a_number_column_is_refused_naming_it(ridge_on_num
     row = {**base, column: value}
     with pytest.raises(onegraph.errors.ColumnTypeError, match=re.escape(column)):
         onegraph.score(model, row if form == "dict" else [base, row])
+
+
+def test_a_list_among_scalars_is_the_column_named(ridge_on_numbers):
+    """A dict of one row where one column holds two values: the message names that column, not one of the
+    scalars (it once blamed the first column)."""
+    model, base = ridge_on_numbers
+    with pytest.raises(onegraph.errors.DataError, match=r"column 'year' has 2 value\(s\) where the other columns have 1"):
+        onegraph.score(model, {**base, "year": [2007, 2008]})

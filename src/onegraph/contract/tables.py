@@ -9,6 +9,7 @@ by one (:func:`column_reader`) without copying the whole table; fitting works on
 
 from __future__ import annotations
 
+import collections
 import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -278,10 +279,13 @@ def _str_key(data: Mapping, name: str) -> Any:
 def _mapping_reader(data: Mapping) -> tuple[int, list[str], ColumnGetter]:
     lengths = {k: (1 if _is_scalar(v) else len(v)) for k, v in data.items()}
     n = max(lengths.values(), default=0)
-    for k, length in lengths.items():
-        if length != n:
-            raise DataError(f"column {k!r} has {length} values where other columns have {n}",
-                            hint="give one value per row in every column")
+    if any(length != n for length in lengths.values()):
+        # name the column that differs from most (one list among scalars is the list's fault, not a scalar's)
+        counts = collections.Counter(lengths.values())
+        usual = max(counts, key=lambda length: (counts[length], length == 1))
+        k = next(k for k, length in lengths.items() if length != usual)
+        raise DataError(f"column {k!r} has {lengths[k]} value(s) where the other columns have {usual}",
+                        hint="give one value per row in every column (for one row, a scalar in each)")
     _refuse_misaligned(data)
 
     def get(name: str) -> Any:
