@@ -19,7 +19,7 @@ import pandas as pd
 
 from onegraph.contract.columns import MISSING_STRING, NA_INT64, ColumnSpec
 
-__all__ = ["RowFeeds", "few_texts", "small_texts", "FEW"]
+__all__ = ["RowFeeds", "small_texts", "FEW"]
 
 #: the most rows the fast paths take (above, the general path's vectorized conversion is faster)
 FEW = 16
@@ -36,14 +36,9 @@ _NAN = float("nan")
 _STRING_ARRAYS: set[type] = set()
 
 
-def few_texts(values: Any) -> np.ndarray | None:
-    """A few text values as the object array a string input takes (missing as ``MISSING_STRING``), or None
-    when one of them is not text (the general path reports it)."""
-    return _text_feed(list(values))
-
-
 def _text_feed(texts: list) -> np.ndarray | None:
-    """:func:`few_texts` of a list of its own, which it rewrites in place."""
+    """A few text values (a list of the caller's, rewritten in place) as the object array a string input takes
+    (missing as ``MISSING_STRING``), or None when one of them is not text (the general path reports it)."""
     for i, v in enumerate(texts):
         if type(v) is str:
             if MISSING_STRING in v:  # text holding the marker: the general path refuses it

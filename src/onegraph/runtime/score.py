@@ -72,10 +72,13 @@ def cached_session(model: Any, *, trusted: bool = False) -> Session:
     relative path is looked at on every call. An in-memory model is keyed by the object and its size: after
     editing a ``ModelProto`` or ``bytearray`` in place, score it through a new :class:`Session`.
     """
-    global _LAST
     recent = _recent(model)
-    if recent is not None:  # the single-row loop
-        return recent
+    return recent if recent is not None else _opened(model, trusted)  # recent: the single-row loop
+
+
+def _opened(model: Any, trusted: bool) -> Session:
+    """:func:`cached_session` past its first test: the file looked at, the session found or opened."""
+    global _LAST
     last_key, last_session = _LAST[:2]
     now = time.monotonic_ns()
     writes = written.count()
@@ -145,4 +148,4 @@ def score(model: Any, data: Any, *, trusted: bool = False) -> pd.DataFrame:
         ``ModelFileError``) when the pre-check finds an error, naming it.
     """
     session = _recent(model)  # cached_session's first test, without its call (single-row scoring)
-    return (session if session is not None else cached_session(model, trusted=trusted)).score(data)
+    return (session if session is not None else _opened(model, trusted)).score(data)

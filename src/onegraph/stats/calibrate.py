@@ -43,8 +43,8 @@ from onegraph.errors import (
     RuntimeFailure,
     whole_number,
 )
-from onegraph.shapes import FLOAT_TYPES, drop_weights, with_shapes
 from onegraph.runtime.arrays import check_array_feeds
+from onegraph.shapes import FLOAT_TYPES, drop_weights, with_shapes
 from onegraph.stats.accumulators import TensorAccumulator, TensorStats
 
 __all__ = ["FLOAT_TYPES", "Calibration", "select_tensors", "calibrate", "annotate_model"]
