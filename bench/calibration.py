@@ -23,8 +23,9 @@ histogram, KLL quantiles, outlier bounds, per-channel min/max/mean/std), ``ort_m
 with ``CalibrationMethod.MinMax``: min/max through in-graph ReduceMin/ReduceMax), ``floor`` (onnxruntime alone
 on the model with every observed tensor exposed as an output, onegraph's session options, no statistics: what
 any tool that reads the tensors pays), ``floor_sketch`` (the same, plus the quantile sketch alone: of every
-tensor and batch a strided sample at the rate ``calibrate`` gives it into a ``kll_doubles_sketch`` of the same
-k, what the documented quantiles cost at the least, ~40 ns per value the sketch takes), and with ``--before
+tensor and batch a strided sample at the rate ``calibrate`` gives it into the quantile summary ``calibrate``
+documents: held exactly up to its share of 2**19 values, then a ``kll_doubles_sketch`` of the same k, ~40 ns
+per value the sketch takes; what the documented quantiles cost at the least), and with ``--before
 SRC`` the onegraph of another source tree (``git archive <commit> src | tar -x -C SRC``) as ``before``. The
 rounds are interleaved (every tool once per round); the best times and the median peak of ``--rounds``
 rounds are reported. A first untimed round (one batch per tool and model, in an empty
@@ -113,7 +114,9 @@ def _minmax(model: Path, data, work: Path) -> object:
 
 def _floor(model: Path, data, sketch: bool = False) -> None:
     """onnxruntime on the model with every float tensor of the main graph exposed, no statistics; with
-    ``sketch``, each exposed tensor's strided sample at ``calibrate``'s rate into a KLL sketch (k = 200)."""
+    ``sketch``, each exposed tensor's strided sample at ``calibrate``'s rate into the quantile summary
+    ``calibrate`` documents (held exactly up to its share of ``_HELD`` values, a KLL sketch of k = 200 past it),
+    and its quantiles read at the end."""
     import onnx
     import onnxruntime as ort
 
@@ -126,26 +129,26 @@ def _floor(model: Path, data, sketch: bool = False) -> None:
     graph.output.extend(v for v in graph.value_info if v.type.tensor_type.elem_type in floats and v.name not in outputs)
     session = ort.InferenceSession(proto.SerializeToString(), session_options(),
                                    providers=["CPUExecutionProvider"])
-    sketches: list = []  # per tensor: sketch, stride, samples waiting (one update per ~16K values)
+    summaries: list = []  # per tensor: summary, stride, samples waiting (one update per ~16K values)
     for feeds in data:
         results = session.run(None, feeds)
         if sketch:
             tensors = [*feeds.values(), *results]  # calibrate observes the inputs too
-            if not sketches:
-                import datasketches
+            if not summaries:
+                from onegraph.stats.calibrate import _HELD, _rate
+                from onegraph.stats.quantiles import Quantiles
 
-                from onegraph.stats.calibrate import _rate
-
-                sketches = [(datasketches.kll_doubles_sketch(200), round(1 / _rate(t[0].size, 16)), [])
-                            for t in tensors]
-            for (kll, step, waiting), t in zip(sketches, tensors):
+                held = max(200, _HELD // len(tensors))
+                summaries = [(Quantiles(200, held), round(1 / _rate(t[0].size, 16)), []) for t in tensors]
+            for (summary, step, waiting), t in zip(summaries, tensors):
                 waiting.append(t.reshape(-1)[::step])
                 if len(waiting) * waiting[0].size >= 1 << 14:
-                    kll.update(np.concatenate(waiting).astype(np.float64))
+                    summary.update(np.concatenate(waiting).astype(np.float64))
                     waiting.clear()
-    for kll, _, waiting in sketches:
+    for summary, _, waiting in summaries:
         if waiting:
-            kll.update(np.concatenate(waiting).astype(np.float64))
+            summary.update(np.concatenate(waiting).astype(np.float64))
+        summary.get_quantiles([0.0001, 0.001, 0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99, 0.999, 0.9999])
 
 
 def child(tool: str, model: Path, images: Path, count: int, batch: int) -> None:

@@ -268,6 +268,22 @@ def _score_module():
     return importlib.import_module("onegraph.runtime.score")  # the module (the package exports the function)
 
 
+def test_a_copy_with_text_as_object_takes_the_fast_path_too(fitted):
+    """A copy shares its frame's block placements; with its text columns turned into object arrays (2-D blocks,
+    not 1-D Arrow strings) the same placements hold the values on another axis: both frames are read by the
+    single-row path, each as it is, alternately."""
+    pipe, model, frame = fitted
+    session = onegraph.Session(model)
+    row = frame.iloc[[7]].copy()
+    as_object = row.copy()
+    for column in ("island", "sex"):
+        as_object[column] = as_object[column].astype(object)
+    for _ in range(2):
+        for one in (row, as_object):
+            assert session._rows.frame(one) is not None
+            assert_scores(session.score(one), expected(pipe, one))
+
+
 def test_a_relative_path_is_the_file_of_the_working_folder(fitted, frame_models, tmp_path, monkeypatch):
     """Two folders, a model.onnx in each: a relative path names the current folder's, whatever the window (the
     1 ms shortcut is for absolute paths only; a new user's loop got the other folder's model 87 times in 200)."""

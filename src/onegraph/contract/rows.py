@@ -175,12 +175,14 @@ class RowFeeds:
 
     def _slots(self, columns: pd.Index, blocks: tuple) -> list[tuple[str, int, bool, int, int]] | None:
         """Per input: (name, conversion, [N, 1], its block, its row in the block's 2-D values or -1 for a 1-D
-        array); None when an input is absent or a name repeated. Remembered for the last few pairs of column
-        labels and block placements, which pandas never changes in place: rows taken from one DataFrame
+        array); None when an input is absent or a name repeated. Remembered for the last few column labels,
+        block placements and block classes, which pandas never changes in place: rows taken from one DataFrame
         (``df.iloc[[i]]``) get an Index and blocks of their own that share its labels and placements."""
         labels = getattr(columns, "_data", columns)  # pandas internals; the Index itself otherwise
         placements = tuple([block._mgr_locs for block in blocks])
-        key = (id(labels), *map(id, placements))
+        # the block classes too: a copy shares its placements, and a column changed to another kind of block
+        # (text as object, 2-D, instead of Arrow strings, 1-D) moves its values to another axis
+        key = (id(labels), *map(id, placements), *map(type, blocks))
         entry = self._slot_plans.get(key)
         if entry is not None:
             return entry[2]

@@ -11,8 +11,9 @@ of it gives:
   variances" (each slice of a batch is reduced to float64 sums of values and squares per channel; a channel
   whose mean is large next to its spread, where their difference would cancel, is summed again about its
   mean, the two-pass formula);
-* within the stated rank error, for quantiles: they come from a KLL sketch (Karnin, Lang & Liberty 2016,
-  "Optimal quantile approximation in streams"), Apache DataSketches' implementation
+* within the stated rank error, for quantiles: exact for the values sampled while there are at most ``held``
+  of them (:class:`~onegraph.stats.quantiles.Quantiles`), then from a KLL sketch (Karnin, Lang & Liberty
+  2016, "Optimal quantile approximation in streams"), Apache DataSketches' implementation
   (``datasketches.kll_doubles_sketch``). With parameter ``k`` a quantile's rank is off by at most
   ``kll_doubles_sketch.get_normalized_rank_error(k, False)`` (1.33% for k = 200) with 99% confidence;
   merged sketches keep the bound.
@@ -52,6 +53,7 @@ from typing import Any
 import numpy as np
 
 from onegraph.errors import ConfigError, DataError, whole_number
+from onegraph.stats.quantiles import Quantiles
 
 __all__ = ["QUANTILE_PROBS", "TUKEY_KS", "Histogram", "OutlierCount", "ChannelStats", "TensorStats",
            "TensorAccumulator", "merge_all"]
@@ -173,22 +175,24 @@ class TensorAccumulator:
         Probability that a value enters the quantile sketch: 1, or a power of two down to 1/256.
     seed:
         Seed of the sampling (None: fresh entropy).
+    held:
+        Values of the sample kept as they are before the sketch takes over (:class:`~onegraph.stats.quantiles.
+        Quantiles`): up to this many, the quantiles are exact for the values sampled.
 
-    Memory: ``bins`` int64 counters, the KLL sketch (O(k log(n / k)) doubles: about 1,000 for k = 200 at
-    any practical n) and four float64 arrays per channel.
+    Memory: ``bins`` int64 counters, ``held`` doubles at most, then the KLL sketch (O(k log(n / k)) doubles:
+    about 1,000 for k = 200 at any practical n), and four float64 arrays per channel.
     """
 
     def __init__(self, name: str = "tensor", *, channel_axis: int | None = 1, bins: int = 1024,
                  sketch_k: int = 200, std_k: Sequence[float] = (3.0,), sketch_rate: float = 1.0,
-                 seed: int | None = None) -> None:
-        import datasketches
-
+                 seed: int | None = None, held: int = 1 << 15) -> None:
         bins = whole_number("bins", bins, 2, hint="give bins >= 2, e.g. 1024")
         # datasketches' KLL takes 8 <= k <= 65535 and says so in its own words, naming no parameter
         sketch_k = whole_number("sketch_k", sketch_k, 8, hint="give sketch_k from 8 to 65535, e.g. 200")
         if sketch_k > 65535:
             raise ConfigError(f"sketch_k={sketch_k} is more than 65535, the largest k of the KLL sketch",
                               hint="give sketch_k from 8 to 65535, e.g. 200")
+        held = whole_number("held", held, 0, hint="give held >= 0, e.g. 32768")
         if sketch_rate not in _RATES:
             raise ConfigError(f"sketch_rate={sketch_rate!r} is not 1 or a power of two down to 1/256",
                               hint="give sketch_rate as 1, 1/2, 1/4 ... 1/256")
@@ -206,7 +210,7 @@ class TensorAccumulator:
         self.m2 = 0.0
         self.dtype: str | None = None
         self.shape: tuple | None = None
-        self._sketch = datasketches.kll_doubles_sketch(self.sketch_k)
+        self._sketch = Quantiles(self.sketch_k, held)
         self._e: int | None = None  # histogram bin width exponent
         self._first = 0
         self._counts = np.zeros(0, dtype=np.int64)
@@ -413,17 +417,12 @@ class TensorAccumulator:
     # -- state for transport ----------------------------------------------------------------------
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
-        state["_sketch"] = self._sketch.serialize()
         state["_rng"] = None  # a copy samples with fresh entropy
         return state
 
     def __setstate__(self, state: dict) -> None:
-        import datasketches
-
-        state = dict(state)
-        state["_sketch"] = datasketches.kll_doubles_sketch.deserialize(state["_sketch"])
-        state["_rng"] = np.random.default_rng()
         self.__dict__.update(state)
+        self._rng = np.random.default_rng()
 
     # -- results ----------------------------------------------------------------------------------
     @property
@@ -438,7 +437,7 @@ class TensorAccumulator:
     def quantile_rank_error(self) -> float:
         """Bound on the rank error of the reported quantiles (see the module docstring): the sketch's (0 while
         it holds every value it was given) plus, when sampling, the sampling's."""
-        error = float(self._sketch.normalized_rank_error(False)) if self._sketch.is_estimation_mode() else 0.0
+        error = self._sketch.normalized_rank_error()
         if self.sketch_rate < 1.0:
             kept = max(int(self._sketch.n), 1)
             error += math.sqrt(math.log(2 * len(QUANTILE_PROBS) / _DELTA) / (2 * kept))
@@ -490,7 +489,7 @@ class TensorAccumulator:
         std = math.sqrt(self.var)
         quantiles, outliers = {}, {}
         if not self._sketch.is_empty():  # a sampled sketch may have kept none of a few values
-            quantiles = dict(zip(QUANTILE_PROBS, map(float, self._sketch.get_quantiles(list(QUANTILE_PROBS)))))
+            quantiles = dict(zip(QUANTILE_PROBS, self._sketch.get_quantiles(QUANTILE_PROBS)))
             q1, q3 = quantiles[0.25], quantiles[0.75]
             spread = max(q3 - q1, _rounding(max(abs(q1), abs(q3)), self.dtype))
             for k in TUKEY_KS:

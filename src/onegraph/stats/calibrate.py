@@ -261,7 +261,8 @@ def calibrate(model: Any, data: Any, *, tensors: Sequence[str] | None = None, op
     extra, exposed = _exposure(light, [t for t in selected if t.name not in input_names])
     runner = _Runner(source.data + extra, light, threads, source.folder)
     del source, light  # the session holds the model now
-    settings = dict(bins=bins, sketch_k=sketch_k, std_k=std_k)
+    # the samples are held exactly up to _HELD values in all (a short calibration needs no sketch)
+    settings = dict(bins=bins, sketch_k=sketch_k, std_k=std_k, held=max(sketch_k, _HELD // max(1, len(selected))))
     per_sample = {t.name: _values_per_sample(t.shape) for t in selected}
     accumulators = {
         t.name: TensorAccumulator(t.name, channel_axis=_static_axis(t.shape, channel_axis),
@@ -363,6 +364,10 @@ def _values_per_sample(shape: tuple | None) -> int | None:
         return None
     dims = shape[1:]
     return int(np.prod(dims)) if all(isinstance(d, int) for d in dims) else None
+
+
+#: sampled values held exactly (before the KLL sketches take over) over all the tensors of a calibration: 4 MiB
+_HELD = 1 << 19
 
 
 def _rate(per_sample: int | None, target: int | None) -> float:
