@@ -28,7 +28,10 @@ FEW = 16
 _DOUBLE, _FLOAT, _INT, _STRING, _BOOL = range(5)
 _CODES = {("float", "double"): _DOUBLE, ("float", "float"): _FLOAT, ("int", "int64"): _INT,
           ("string", "string"): _STRING, ("bool", "bool"): _BOOL}
-_F64, _F32, _I64 = np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.int64)
+_F64, _F32, _I64, _OBJECT = np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.int64), np.dtype(object)
+#: the dtype a numpy block must have for each conversion (numpy's canonical dtype objects: ``is`` tests them;
+#: a non-native byte order is another object and takes the general path)
+_DTYPES = {_DOUBLE: _F64, _FLOAT: _F32, _INT: _I64}
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 _NAN = float("nan")
 
@@ -47,7 +50,7 @@ def _text_feed(texts: list) -> np.ndarray | None:
             texts[i] = MISSING_STRING
         else:
             return None
-    return np.array(texts, dtype=object)
+    return np.array(texts, dtype=_OBJECT)
 
 
 def small_texts(values: Any) -> np.ndarray | None:
@@ -84,7 +87,7 @@ class RowFeeds:
         #: (input name, conversion, reshape to [N, 1]) per input; None when an input kind has no fast path
         self.plan = None if None in codes else [(s.name, c, s.name in rank2) for s, c in zip(specs, codes)]
         self._positions: dict[int, tuple[Any, list[int] | None]] = {}
-        self._slot_plans: dict[tuple[int, ...], tuple[Any, tuple, list | None]] = {}
+        self._slot_plans: dict[tuple, tuple[Any, tuple, list | None]] = {}
 
     def record(self, record: dict) -> dict[str, np.ndarray] | None:
         """Feeds for one row given as a dict of scalars; None when a column is absent or a value is not a
@@ -107,9 +110,9 @@ class RowFeeds:
                 arr = np.array([v], dtype=_F64 if code == _DOUBLE else _F32)
             elif code == _STRING:
                 if t is str and MISSING_STRING not in v:
-                    arr = np.array([v], dtype=object)
+                    arr = np.array([v], dtype=_OBJECT)
                 elif v is None or (t is float and v != v):
-                    arr = np.array([MISSING_STRING], dtype=object)
+                    arr = np.array([MISSING_STRING], dtype=_OBJECT)
                 else:
                     return None
             elif code == _INT:
@@ -125,38 +128,43 @@ class RowFeeds:
             feeds[name] = arr.reshape(1, 1) if rank2 else arr
         return feeds
 
-    def frame(self, frame: pd.DataFrame) -> dict[str, np.ndarray] | None:
-        """Feeds for a pandas DataFrame of at most :data:`FEW` rows, its column arrays read straight from its
-        blocks; None when a column is absent or repeated, or needs converting (the general path)."""
-        if self.plan is None or len(frame.index) > FEW:
+    def frame(self, frame: pd.DataFrame) -> tuple[int, dict[str, np.ndarray]] | None:
+        """The number of rows and the feeds of a pandas DataFrame of at most :data:`FEW` rows, its column arrays
+        read straight from its blocks (each block's type checked once); None when a column is absent or
+        repeated, or needs converting (the general path)."""
+        if self.plan is None:
+            return None
+        n = len(frame.index)
+        if n > FEW:
             return None
         try:  # pandas internals: absent or changed -> general path
             blocks = frame._mgr.blocks
-            slots = self._slots(frame.columns, blocks)
-            if slots is None:
-                return None
-            arrays = [block.values for block in blocks]
+            plan = self._slots(frame.columns, blocks)
         except Exception:  # any internal-API mismatch
             return None
+        if plan is None:
+            return None
         feeds = {}
-        for name, code, rank2, k, j in slots:
-            values = arrays[k] if j < 0 else arrays[k][j]
+        for k, code, columns in plan:
+            values = blocks[k].values
             if code == _STRING:
-                arr = small_texts(values)
-            elif type(values) is not np.ndarray:
+                for name, j, rank2 in columns:
+                    arr = small_texts(values if j < 0 else values[j])
+                    if arr is None:
+                        return None
+                    feeds[name] = arr.reshape(-1, 1) if rank2 else arr
+                continue
+            # a numpy block holds its columns as the rows of one 2-D array of one dtype (its placements say
+            # which); anything else (nullable, Arrow-backed, another dtype) takes the general path
+            if type(values) is not np.ndarray or values.ndim != 2 or (
+                    values.dtype.kind != "b" if code == _BOOL else values.dtype is not _DTYPES[code]):
                 return None
-            elif code == _DOUBLE:
-                arr = values if values.dtype == _F64 else None
-            elif code == _INT:  # the general path refuses the reserved INT64_MIN, naming the row
-                arr = values if values.dtype == _I64 and NA_INT64 not in values.tolist() else None
-            elif code == _FLOAT:
-                arr = values if values.dtype == _F32 else None
-            else:
-                arr = values if values.dtype.kind == "b" else None
-            if arr is None or arr.ndim != 1:
+            if code == _INT and NA_INT64 in values.ravel().tolist():  # the general path refuses it, naming the row
                 return None
-            feeds[name] = arr.reshape(-1, 1) if rank2 else arr
-        return feeds
+            for name, j, rank2 in columns:
+                arr = values[j]
+                feeds[name] = arr.reshape(-1, 1) if rank2 else arr
+        return n, feeds
 
     def _column_positions(self, columns: pd.Index) -> list[int] | None:
         """Where each input is among ``columns`` (None: one is absent or repeated), remembered for the last
@@ -173,11 +181,12 @@ class RowFeeds:
         _remember(self._positions, id(labels), (labels, positions))  # holds the labels: their id is not reused
         return positions
 
-    def _slots(self, columns: pd.Index, blocks: tuple) -> list[tuple[str, int, bool, int, int]] | None:
-        """Per input: (name, conversion, [N, 1], its block, its row in the block's 2-D values or -1 for a 1-D
-        array); None when an input is absent or a name repeated. Remembered for the last few column labels,
-        block placements and block classes, which pandas never changes in place: rows taken from one DataFrame
-        (``df.iloc[[i]]``) get an Index and blocks of their own that share its labels and placements."""
+    def _slots(self, columns: pd.Index, blocks: tuple) -> list[tuple[int, int, list]] | None:
+        """Per block holding inputs of one conversion: (the block, the conversion, [(input name, its row in the
+        block's 2-D values or -1 for a 1-D array, [N, 1])]); None when an input is absent or a name repeated.
+        Remembered for the last few column labels, block placements and block classes, which pandas never
+        changes in place: rows taken from one DataFrame (``df.iloc[[i]]``) get an Index and blocks of their
+        own that share its labels and placements."""
         labels = getattr(columns, "_data", columns)  # pandas internals; the Index itself otherwise
         placements = tuple([block._mgr_locs for block in blocks])
         # the block classes too: a copy shares its placements, and a column changed to another kind of block
@@ -187,7 +196,7 @@ class RowFeeds:
         if entry is not None:
             return entry[2]
         positions = self._column_positions(columns)
-        slots = None
+        plan = None
         if positions is not None:
             at: dict[int, tuple[int, int]] = {}
             for k, (block, placement) in enumerate(zip(blocks, placements)):
@@ -196,9 +205,13 @@ class RowFeeds:
                 two_d = block.values.ndim == 2
                 for j, loc in enumerate(locs):
                     at[loc] = (k, j if two_d else -1)
-            slots = [(name, code, rank2, *at[pos]) for (name, code, rank2), pos in zip(self.plan, positions)]
-        _remember(self._slot_plans, key, (labels, placements, slots))  # holds what the key names: no id reused
-        return slots
+            grouped: dict[tuple[int, int], list] = {}
+            for (name, code, rank2), pos in zip(self.plan, positions):
+                k, j = at[pos]
+                grouped.setdefault((k, code), []).append((name, j, rank2))
+            plan = [(k, code, columns) for (k, code), columns in grouped.items()]
+        _remember(self._slot_plans, key, (labels, placements, plan))  # holds what the key names: no id reused
+        return plan
 
 
 def _remember(cache: dict, key: Any, entry: Any) -> None:
