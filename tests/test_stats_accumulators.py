@@ -193,3 +193,86 @@ def test_values_differing_by_rounding_alone_are_not_tukey_outliers():
     assert stats.outliers["tukey_1.5"].count_max == 0
     far = np.vstack([sums, [[1.5]]]).astype(np.float32)
     assert TensorAccumulator("sums").update(far).result().outliers["tukey_1.5"].count_min == 1
+
+
+@pytest.mark.parametrize("settings, named", [
+    ({"std_k": 3}, "std_k"), ({"std_k": (float("nan"),)}, "std_k"), ({"std_k": (-1.0,)}, "std_k"),
+    ({"seed": -1}, "seed"), ({"seed": 1.5}, "seed"), ({"channel_axis": "1"}, "channel_axis"),
+    ({"sketch_rate": True}, "sketch_rate"), ({"held": -1}, "held")])
+def test_unusable_settings_are_refused_naming_them(settings, named):
+    from onegraph.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=named):
+        TensorAccumulator("t", **settings)
+
+
+def test_batches_that_are_not_numbers_or_miscount_samples_are_refused():
+    from onegraph.errors import ConfigError
+
+    acc = TensorAccumulator("t")
+    with pytest.raises(DataError, match="'t'.*dtype str"):
+        acc.update(np.array(["1.5", "2"]))
+    with pytest.raises(DataError, match="complex"):
+        acc.update(np.array([1 + 2j]))
+    with pytest.raises(ConfigError, match="samples=-1"):
+        acc.update(real_matrix(), samples=-1)
+    assert acc.samples == 0 and acc.count == 0  # nothing of the refused batches was counted
+
+
+def test_an_empty_first_batch_does_not_fix_the_type_or_shape():
+    x = real_matrix()[:8].astype(np.float16)
+    acc = TensorAccumulator("t").update(np.zeros(0)).update(x)
+    stats = acc.result()
+    assert stats.dtype == "float16" and stats.shape == (8, 4) and stats.count == np.isfinite(x).sum()
+
+
+@pytest.mark.parametrize("held", [1 << 15, 0])
+def test_a_quantile_outside_zero_to_one_is_refused_whether_held_or_sketched(held):
+    from onegraph.errors import ConfigError
+
+    acc = TensorAccumulator("t", held=held).update(real_matrix())
+    for q in (-0.5, 1.5, float("nan"), True):
+        with pytest.raises(ConfigError, match="probability"):
+            acc.quantile(q)
+    finite = np.sort(real_matrix()[np.isfinite(real_matrix())].astype(np.float64))
+    eps = acc.quantile_rank_error
+    for q in (0.0, 0.5, 1.0):
+        v = acc.quantile(q)
+        assert (finite < v).mean() - eps <= q <= (finite <= v).mean() + eps
+
+
+def test_merging_names_the_settings_that_differ_and_takes_only_accumulators():
+    x = real_matrix()
+    a = TensorAccumulator("t", bins=64).update(x[:700])
+    with pytest.raises(DataError, match=r"bins 64 / 1024.*sketch_rate 1.0 / 0.5"):
+        a.merge(TensorAccumulator("t", sketch_rate=0.5).update(x[700:]))
+    for other in (None, a.result()):
+        with pytest.raises(DataError, match="cannot merge a"):
+            a.merge(other)
+    with pytest.raises(DataError, match="nothing to merge"):
+        merge_all([])
+    # one axis written from the start and from the end: the same channels once a batch resolved both
+    cube = x[:1452].reshape(-1, 4, 3)
+    first, last = TensorAccumulator("c", channel_axis=1), TensorAccumulator("c", channel_axis=-2)
+    merged = first.update(cube[:100]).merge(last.update(cube[100:])).result()
+    assert merged.channels.count == TensorAccumulator("c").update(cube).result().channels.count
+
+
+def test_zeros_of_a_relu_like_tensor_are_not_counted_as_outliers():
+    """Days with more than 3 mm of rain, as ``max(precipitation - 3, 0)``: over three quarters are exactly 0, so
+    Q1 = Q3 = 0 and Tukey's fences sit just around 0. The zeros (counted exactly) are inside the fences: the
+    count is that of the positive values, not of every value in the histogram's bin at 0."""
+    frame = pd.read_csv(DATA / "seattle-weather.csv")
+    x = np.maximum(frame["precipitation"].to_numpy(np.float32) - 3.0, 0.0).reshape(-1, 1)
+    stats = TensorAccumulator("relu", channel_axis=None).update(x).result()
+    assert stats.quantiles[0.25] == stats.quantiles[0.75] == 0.0
+    exact = int((x > 0).sum())
+    for key in ("tukey_1.5", "tukey_3"):
+        o = stats.outliers[key]
+        assert exact == int(((x < o.low) | (x > o.high)).sum())
+        assert o.count_min <= exact <= o.count_max == exact and o.count == exact, key
+
+
+def test_the_rank_error_bound_is_at_most_one():
+    acc = TensorAccumulator("t", sketch_rate=1 / 256).update(real_matrix()[:3])
+    assert acc.quantile_rank_error <= 1.0

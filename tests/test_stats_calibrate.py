@@ -243,3 +243,28 @@ def test_a_model_that_cannot_run_is_refused_naming_its_file(tmp_path):
     path.write_bytes(proto.SerializeToString())
     with pytest.raises(onegraph.check.UnsafeModelError, match=r"model file .*cut\.onnx was not opened: error C403"):
         calibrate(path, frame, progress=False)
+
+
+@pytest.mark.parametrize("setting, named", [
+    ({"sketch_per_sample": 0}, "sketch_per_sample"), ({"sketch_per_sample": "16"}, "sketch_per_sample"),
+    ({"sketch_per_sample": 2.5}, "sketch_per_sample"), ({"sketch_k": None}, "sketch_k"),
+    ({"sketch_k": "200"}, "sketch_k"), ({"std_k": 3}, "std_k")])
+def test_unusable_calibration_settings_are_refused_naming_them(setting, named):
+    from onegraph.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=named):
+        calibrate(_CNN, {"x": _GOOD}, progress=False, **setting)
+
+
+def test_a_merged_calibration_is_not_changed_by_later_merges_into_the_other():
+    """Tensors only the other calibration saw are copied in: merging more into that one later leaves this one
+    as it was."""
+    _, x = cnn()
+    first = calibrate(_CNN, {"x": x[:100]}, tensors=["x"], progress=False)
+    second = calibrate(_CNN, {"x": x[100:200]}, progress=False)
+    first.merge(second)
+    before = first.accumulators["y"].samples
+    second.merge(calibrate(_CNN, {"x": x[200:300]}, progress=False))
+    assert first.accumulators["y"].samples == before == 100
+    with pytest.raises(DataError, match="cannot merge a dict"):
+        first.merge({})

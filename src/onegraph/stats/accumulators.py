@@ -174,7 +174,8 @@ class TensorAccumulator:
     sketch_rate:
         Probability that a value enters the quantile sketch: 1, or a power of two down to 1/256.
     seed:
-        Seed of the sampling (None: fresh entropy).
+        Seed of the sampling (None: fresh entropy; a copy, pickled or merged, samples with fresh entropy). The
+        KLL sketch past ``held`` values compacts with DataSketches' own unseeded generator.
     held:
         Values of the sample kept as they are before the sketch takes over (:class:`~onegraph.stats.quantiles.
         Quantiles`): up to this many, the quantiles are exact for the values sampled.
@@ -193,7 +194,13 @@ class TensorAccumulator:
             raise ConfigError(f"sketch_k={sketch_k} is more than 65535, the largest k of the KLL sketch",
                               hint="give sketch_k from 8 to 65535, e.g. 200")
         held = whole_number("held", held, 0, hint="give held >= 0, e.g. 32768")
-        if sketch_rate not in _RATES:
+        if channel_axis is not None:
+            channel_axis = whole_number("channel_axis", channel_axis, None,
+                                        hint="give the channel axis as an integer (1 for NCHW, -1 for NHWC) or None")
+        std_k = _multipliers(std_k)
+        if seed is not None:
+            seed = whole_number("seed", seed, 0, hint="give seed as an integer >= 0, or None for fresh entropy")
+        if isinstance(sketch_rate, bool) or sketch_rate not in _RATES:
             raise ConfigError(f"sketch_rate={sketch_rate!r} is not 1 or a power of two down to 1/256",
                               hint="give sketch_rate as 1, 1/2, 1/4 ... 1/256")
         self.sketch_rate = float(sketch_rate)
@@ -202,7 +209,7 @@ class TensorAccumulator:
         self.channel_axis = channel_axis
         self.bins = int(bins)
         self.sketch_k = int(sketch_k)
-        self.std_k = tuple(float(k) for k in std_k)
+        self.std_k = std_k
         self.size = self.count = self.nan = self.posinf = self.neginf = self.zeros = self.samples = 0
         self.min = math.inf
         self.max = -math.inf
@@ -229,10 +236,17 @@ class TensorAccumulator:
         arr = np.asarray(values)
         if arr.ndim == 0:
             arr = arr.reshape(1)
+        if arr.dtype.kind in "OSUcMm" or arr.dtype.fields is not None:  # ml_dtypes' floats (kind V) are numbers
+            raise DataError(f"tensor {self.name!r}: a batch of dtype {arr.dtype.name} has no numeric statistics",
+                            hint="give the tensor's values as a numeric (bool, integer or float) array")
+        if samples is not None:
+            samples = whole_number("samples", samples, 0, hint="give the batch's number of samples, >= 0")
+        self.samples += arr.shape[0] if samples is None else samples
+        if arr.size == 0:  # an empty batch says nothing about the tensor's type or shape
+            return self
         if self.dtype is None:
             self.dtype = arr.dtype.name
         self._note_shape(arr.shape)
-        self.samples += arr.shape[0] if samples is None else int(samples)
         # slices of about _CHUNK values along the first axis (never one much smaller than the others): the
         # float64 copy and the temporaries (~20 bytes per value) stay in the CPU's caches, and numpy's
         # per-call overhead (~40 operations per slice) stays small next to the work
@@ -381,10 +395,15 @@ class TensorAccumulator:
         DataError
             for accumulators with different settings or channel counts.
         """
-        if (self.bins, self.sketch_k, self.channel_axis, self.std_k, self.sketch_rate) != (
-                other.bins, other.sketch_k, other.channel_axis, other.std_k, other.sketch_rate):
-            raise DataError(f"tensor {self.name!r}: cannot merge statistics collected with different settings",
-                            hint="collect every part with the same bins, sketch_k, channel_axis, std_k, sketch_rate")
+        if not isinstance(other, TensorAccumulator):
+            raise DataError(f"tensor {self.name!r}: cannot merge a {type(other).__name__} into its statistics",
+                            hint="merge TensorAccumulator objects (Calibration.accumulators holds them)")
+        differ = [f"{name} {mine!r} / {theirs!r}" for name, mine, theirs in self._differences(other)]
+        if differ:
+            raise DataError(f"tensor {self.name!r}: cannot merge statistics collected with different settings "
+                            f"({', '.join(differ)})",
+                            hint="collect every part with the same settings (calibrate: the same sketch_per_sample, "
+                                 "sketch_k, bins, std_k and channel_axis)")
         if other.shape is not None:
             self._note_shape(other.shape)
         self.dtype = self.dtype or other.dtype
@@ -414,6 +433,17 @@ class TensorAccumulator:
         self._sketch.merge(other._sketch)
         return self
 
+    def _differences(self, other: TensorAccumulator) -> list[tuple[str, Any, Any]]:
+        """The settings in which ``other`` differs from this accumulator (a channel axis counted from the end
+        and the same axis counted from the start are the same once a batch has resolved both)."""
+        found = [(name, getattr(self, name), getattr(other, name))
+                 for name in ("bins", "sketch_k", "std_k", "sketch_rate") if getattr(self, name) != getattr(other, name)]
+        same_axis = self.channel_axis == other.channel_axis or (
+            self._axis is not None and self._axis == other._axis)
+        if not same_axis:
+            found.append(("channel_axis", self.channel_axis, other.channel_axis))
+        return found
+
     # -- state for transport ----------------------------------------------------------------------
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
@@ -431,7 +461,9 @@ class TensorAccumulator:
 
     def quantile(self, q: float) -> float | None:
         """A value whose rank is within ``quantile_rank_error`` of ``q`` (None when no finite value was seen)."""
-        return None if self._sketch.is_empty() else float(self._sketch.get_quantile(q))
+        if isinstance(q, bool) or not isinstance(q, (int, float, np.floating, np.integer)) or not 0 <= q <= 1:
+            raise ConfigError(f"quantile q={q!r} is not a probability from 0 to 1", hint="give q in [0, 1], e.g. 0.99")
+        return None if self._sketch.is_empty() else self._sketch.get_quantile(float(q))
 
     @property
     def quantile_rank_error(self) -> float:
@@ -441,7 +473,7 @@ class TensorAccumulator:
         if self.sketch_rate < 1.0:
             kept = max(int(self._sketch.n), 1)
             error += math.sqrt(math.log(2 * len(QUANTILE_PROBS) / _DELTA) / (2 * kept))
-        return error
+        return min(error, 1.0)  # a rank is within 1 of any other: beyond that the bound says nothing more
 
     def histogram(self) -> Histogram | None:
         if self.count == 0:
@@ -449,7 +481,11 @@ class TensorAccumulator:
         return Histogram(self._e, self._first, tuple(self._counts.astype(np.int64).tolist()))
 
     def outliers_beyond(self, low: float, high: float) -> OutlierCount:
-        """Bounds on the number of finite values ``< low`` or ``> high``, read from the histogram."""
+        """Bounds on the number of finite values ``< low`` or ``> high``, read from the histogram.
+
+        Raises :class:`ConfigError` for a NaN threshold."""
+        if math.isnan(low) or math.isnan(high):
+            raise ConfigError(f"outlier thresholds ({low}, {high}) hold NaN", hint="give numbers (±inf: no bound)")
         lo_min, lo_max, lo_est = self._count_below(low)
         hi_min, hi_max, hi_est = self._count_above(high)
         return OutlierCount(low, high, lo_est + hi_est, lo_min + hi_min, lo_max + hi_max)
@@ -468,6 +504,8 @@ class TensorAccumulator:
         i, frac = self._cut(t)
         full = int(self._counts[:i].sum())
         cut = int(self._counts[i]) if frac > 0 else 0  # t on an edge cuts no bin
+        if cut and i == -self._first:  # t cuts the bin [0, width): its zeros, counted exactly, are all below t
+            return full + self.zeros, full + cut, full + self.zeros + (cut - self.zeros) * frac
         return full, full + cut, full + cut * frac
 
     def _count_above(self, t: float) -> tuple[int, int, float]:
@@ -478,6 +516,8 @@ class TensorAccumulator:
         i, frac = self._cut(t)
         full = int(self._counts[i + 1:].sum())
         cut = int(self._counts[i])  # values equal to t are not above it
+        if i == -self._first:  # t (>= 0) cuts the bin [0, width): none of its zeros is above t (a ReLU's many)
+            cut -= self.zeros
         return full, full + cut, full + cut * (1.0 - frac)
 
     def result(self) -> TensorStats:
@@ -495,7 +535,8 @@ class TensorAccumulator:
             for k in TUKEY_KS:
                 outliers[f"tukey_{k:g}"] = self.outliers_beyond(q1 - k * spread, q3 + k * spread)
         for k in self.std_k:
-            outliers[f"std_{k:g}"] = self.outliers_beyond(self.mean - k * std, self.mean + k * std)
+            if math.isfinite(self.mean) and math.isfinite(std):  # sums beyond float64's range leave them NaN
+                outliers[f"std_{k:g}"] = self.outliers_beyond(self.mean - k * std, self.mean + k * std)
         return TensorStats(
             count=self.count, min=self.min, max=self.max, absmax=max(-self.min, self.max), mean=self.mean, std=std,
             zero_fraction=self.zeros / self.count, quantiles=quantiles,
@@ -573,6 +614,19 @@ def _bernoulli_indices(rng: np.random.Generator, n: int, p: float) -> np.ndarray
     while index[-1] < n - 1:  # rare: more successes than 6 standard deviations above the mean
         index = np.concatenate([index, index[-1] + np.cumsum(gaps(len(index)))])
     return index[: np.searchsorted(index, n)]
+
+
+def _multipliers(std_k: Any) -> tuple[float, ...]:
+    """``std_k`` as a tuple of finite positive floats; :class:`ConfigError` naming it otherwise."""
+    hint = "give std_k as a list of positive numbers, e.g. (3.0,) or [2, 3]"
+    try:
+        values = tuple(float(k) for k in std_k) if not isinstance(std_k, (str, bytes)) else None
+    except (TypeError, ValueError):
+        values = None
+    if values is None or not all(math.isfinite(k) and k > 0 for k in values) or any(
+            isinstance(k, bool) for k in std_k):
+        raise ConfigError(f"std_k={std_k!r} is not a list of positive numbers", hint=hint)
+    return values
 
 
 def _rounding(value: float, dtype: str | None) -> float:
@@ -688,7 +742,7 @@ def merge_all(accumulators: Sequence[TensorAccumulator]) -> TensorAccumulator:
     import copy
 
     if not accumulators:
-        raise ValueError("nothing to merge")
+        raise DataError("nothing to merge: the list of accumulators is empty", hint="give at least one accumulator")
     total = copy.deepcopy(accumulators[0])
     for acc in accumulators[1:]:
         total.merge(acc)

@@ -32,7 +32,7 @@ Keys (absent or ``null`` when unknown; floats are finite JSON numbers)::
     nan, posinf, neginf  int NaN, +inf, -inf values
     min, max, absmax, mean, std   float   std is the population std (ddof = 0)
     zero_fraction    float   share of finite values equal to 0
-    quantiles        object  {"0.5": value, ...} for probabilities 0.0001 .. 0.9999 (KLL sketch)
+    quantiles        object  {"0.5": value, ...} for probabilities 0.0001 .. 0.9999 (exact or KLL)
     quantile_rank_error float  bound on the rank error of those quantiles (99% confidence; 98% with sampling)
     histogram        object  {"width_log2": e, "first_bin": k, "counts": [c0, c1, ...]}: c_i finite values
                              in [(k + i) * 2**e, (k + i + 1) * 2**e)

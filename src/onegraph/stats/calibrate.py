@@ -68,12 +68,21 @@ class Calibration:
         return {name: acc.result() for name, acc in self.accumulators.items()}
 
     def merge(self, other: Calibration) -> Calibration:
-        """Fold another calibration of the same model (other data) into this one; returns self."""
+        """Fold another calibration of the same model (other data) into this one; returns self (``other`` is
+        left as it was, and later changes to it do not reach this one).
+
+        Raises :class:`~onegraph.errors.DataError` for anything but a :class:`Calibration`, or statistics
+        collected with other settings."""
+        import copy
+
+        if not isinstance(other, Calibration):
+            raise DataError(f"cannot merge a {type(other).__name__} into a calibration",
+                            hint="merge the Calibration another calibrate() call returned")
         for name, acc in other.accumulators.items():
             if name in self.accumulators:
                 self.accumulators[name].merge(acc)
             else:
-                self.accumulators[name] = acc
+                self.accumulators[name] = copy.deepcopy(acc)
         self.samples += other.samples
         return self
 
@@ -222,7 +231,9 @@ def calibrate(model: Any, data: Any, *, tensors: Sequence[str] | None = None, op
         which keeps the sketch's cost per sample bounded; its rank error bound grows accordingly (stated in
         each result). None: every value (exact streaming KLL).
     seed:
-        Seed of that sampling (None: fresh entropy).
+        Seed of that sampling (None: fresh entropy). Past the values held exactly (4 MiB of samples in all), a
+        KLL sketch compacts at random with DataSketches' own unseeded generator: seeded runs then agree within
+        the stated rank error, not bit for bit.
     progress:
         Show a progress bar on stderr (default: when stderr is a terminal).
     threads:
@@ -249,6 +260,9 @@ def calibrate(model: Any, data: Any, *, tensors: Sequence[str] | None = None, op
     """
     batch_size = whole_number("batch_size", batch_size,
                               hint="give batch_size >= 1 (command line: --batch-size N), e.g. 256")
+    if sketch_per_sample is not None:
+        sketch_per_sample = whole_number("sketch_per_sample", sketch_per_sample,
+                                         hint="give sketch_per_sample >= 1, e.g. 16, or None for every value")
     # a file is checked first, for an onnxruntime session (the exposed model adds outputs only); an in-memory
     # model is serialized
     source = read_model(model, purpose="run")
@@ -262,7 +276,7 @@ def calibrate(model: Any, data: Any, *, tensors: Sequence[str] | None = None, op
     runner = _Runner(source.data + extra, light, threads, source.folder)
     del source, light  # the session holds the model now
     # the samples are held exactly up to _HELD values in all (a short calibration needs no sketch)
-    settings = dict(bins=bins, sketch_k=sketch_k, std_k=std_k, held=max(sketch_k, _HELD // max(1, len(selected))))
+    settings = dict(bins=bins, sketch_k=sketch_k, std_k=std_k, held=_HELD // max(1, len(selected)))
     per_sample = {t.name: _values_per_sample(t.shape) for t in selected}
     accumulators = {
         t.name: TensorAccumulator(t.name, channel_axis=_static_axis(t.shape, channel_axis),

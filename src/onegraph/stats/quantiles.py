@@ -21,6 +21,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from onegraph.errors import ConfigError, DataError
+
 __all__ = ["Quantiles"]
 
 
@@ -36,6 +38,9 @@ class Quantiles:
     """
 
     def __init__(self, k: int, held: int) -> None:
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 8 <= k <= 65535:
+            raise ConfigError(f"k={k!r} is not a KLL sketch parameter (a whole number from 8 to 65535)",
+                              hint="give k from 8 to 65535, e.g. 200")
         self.k = int(k)
         self.held = int(held)
         self._parts: list[np.ndarray] = []
@@ -44,19 +49,24 @@ class Quantiles:
 
     # -- updating ---------------------------------------------------------------------------------
     def update(self, values: np.ndarray) -> None:
-        """Add ``values`` (1-D float64; copied when held)."""
-        if self._sketch is not None:
-            self._sketch.update(values)
-        elif self._count + len(values) <= self.held:
+        """Add ``values``: 1-D, finite (NaN has no rank: leave it out, as :class:`TensorAccumulator` does), read
+        as float64; copied when held."""
+        if self._sketch is None and self._count + len(values) <= self.held:
             if len(values):
                 self._parts.append(np.array(values, dtype=np.float64))
                 self._count += len(values)
-        else:
-            self._to_sketch()
-            self._sketch.update(values)
+            return
+        self._to_sketch()
+        # datasketches takes C-contiguous, writable float64 arrays only
+        self._sketch.update(np.require(values, np.float64, ["C", "W"]))
 
     def merge(self, other: Quantiles) -> None:
-        """Add every value ``other`` summarizes (held values exactly, a sketch by DataSketches' merge)."""
+        """Add every value ``other`` summarizes (held values exactly, a sketch by DataSketches' merge).
+
+        Raises :class:`~onegraph.errors.DataError` for summaries of different ``k``."""
+        if other.k != self.k:
+            raise DataError(f"cannot merge quantile summaries of different k ({self.k} and {other.k})",
+                            hint="summarize every part with the same k")
         if self._sketch is None and other._sketch is None and self._count + other._count <= self.held:
             self._parts.extend(other._parts)
             self._count += other._count
@@ -100,7 +110,11 @@ class Quantiles:
         return float(self._sketch.normalized_rank_error(False)) if self.is_estimation_mode() else 0.0
 
     def get_quantiles(self, ranks: Sequence[float]) -> list[float]:
-        """The values at normalized ``ranks`` (each in [0, 1]); raises ``ValueError`` when empty."""
+        """The values at normalized ``ranks`` (each in [0, 1]); raises ``ValueError`` when empty and
+        :class:`~onegraph.errors.ConfigError` for a rank outside [0, 1]."""
+        for r in ranks:
+            if not 0 <= r <= 1:  # NaN too
+                raise ConfigError(f"rank {r!r} is not in [0, 1]", hint="give normalized ranks, e.g. 0.5 for the median")
         if self._sketch is not None:
             return [float(v) for v in self._sketch.get_quantiles(list(ranks))]
         values = self._values()
