@@ -436,3 +436,27 @@ def test_a_metadata_field_written_as_null_is_read_as_absent(fitted, field):
     if field == "outputs":  # read from the graph: no class names, probabilities_0, _1, _2
         got.columns = want.columns
     assert_scores(got, want)
+
+
+def test_naming_one_results_axes_leaves_the_others_alone(fitted):
+    """Results share their axes' labels, not the Index objects: ``result.index.name = ...`` (a pandas idiom) on
+    one result renames nothing else, for a dict (a RangeIndex) and for a frame (the template's columns)."""
+    _, model, frame = fitted
+    session = onegraph.Session(model)
+    record = {k: (None if pd.isna(v) else v) for k, v in frame.iloc[0].to_dict().items()}
+    first, second = session.score(record), session.score(frame.iloc[[5]])
+    first.index.name, first.columns.name, second.columns.name = "request", "output", "out"
+    later, later_frame = session.score(record), session.score(frame.iloc[[5]])
+    assert later.index.name is None and later.columns.name is None and later_frame.columns.name is None
+    assert second.columns.name == "out" and list(later.columns) == list(first.columns)
+
+
+def test_a_frame_read_back_from_a_pickle_takes_the_single_row_path(fitted, tmp_path):
+    """Unpickled arrays carry dtype objects equal to numpy's own, not the same objects: the fast path compares
+    dtypes by value."""
+    pipe, model, frame = fitted
+    frame.to_pickle(tmp_path / "rows.pkl")
+    back = pd.read_pickle(tmp_path / "rows.pkl").iloc[[7]]
+    session = onegraph.Session(model)
+    assert session._rows.frame(back) is not None
+    assert_scores(session.score(back), expected(pipe, back))

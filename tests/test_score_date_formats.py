@@ -134,3 +134,20 @@ def test_month_names_and_iso_text_refuse_each_other(weather, tmp_path):
     with pytest.raises(ColumnTypeError, match=r"value '2012-01-01' at row 0 is a date, but the model reads this "
                                               r"column's dates as '%d-%b-%Y'"):
         models["named"].run(iso)
+
+
+def test_the_python_check_of_a_date_format_reads_text_as_the_graph_does():
+    """Up to 64 values a feed's dates are checked with Python's ``re``, beyond with Arrow's RE2, and the graph
+    parses them with RE2: the three agree on a dotless ı / dotted İ in a month name and on non-ASCII digits
+    (Python's Unicode rules alone would take '05 Aprıl 2012' and Arabic-Indic digits as dates)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from onegraph.contract.dates import date_format
+
+    fmt = date_format("%d %B %Y")
+    values = np.array(["05 April 2012", "05 APRIL 2012", "05 Aprıl 2012", "05 Aprİl 2012", "٠٥ April 2012"],
+                      dtype=object)
+    python = fmt.matches(values).tolist()
+    arrow = pc.match_substring_regex(pa.array(values.tolist()), pattern=f"^(?:{fmt.pattern})$").to_pylist()
+    assert python == arrow == [True, True, False, False, False]

@@ -1127,3 +1127,18 @@ def test_a_list_among_scalars_is_the_column_named(ridge_on_numbers):
     model, base = ridge_on_numbers
     with pytest.raises(onegraph.errors.DataError, match=r"column 'year' has 2 value\(s\) where the other columns have 1"):
         onegraph.score(model, {**base, "year": [2007, 2008]})
+
+
+def test_an_all_missing_arrow_column_of_another_type_is_a_missing_text(penguins_onnx, penguins):
+    """``convert_dtypes(dtype_backend="pyarrow")`` turns an all-missing column into ``int64[pyarrow]``: given to a
+    text input it scores as missing text at any length (it raised pyarrow's ArrowNotImplementedError from the
+    search for the missing-value marker)."""
+    import onegraph
+
+    frame = penguins.drop(columns="species")
+    for n in (1, 20, 5000):
+        rows = frame.iloc[[0] * n].copy()
+        expected = onegraph.score(penguins_onnx, rows.assign(sex=None))
+        for dtype in ("int64[pyarrow]", "double[pyarrow]", "bool[pyarrow]"):
+            got = onegraph.score(penguins_onnx, rows.assign(sex=pd.array([None] * n, dtype=dtype)))
+            pd.testing.assert_frame_equal(got, expected)

@@ -100,8 +100,10 @@ class DateFormat:
 
     @functools.cached_property
     def regex(self) -> re.Pattern:
-        """:attr:`pattern` compiled once per format (``date_format`` caches the formats)."""
-        return re.compile(self.pattern)
+        """:attr:`pattern` compiled once per format (``date_format`` caches the formats), with RE2's meaning, as the
+        graph's ``RegexFullMatch`` and Arrow read it: ``\\d`` and case-insensitive names are ASCII-only
+        (Python's Unicode rules would fold ``ı`` and ``İ`` to ``i`` and take other scripts' digits)."""
+        return re.compile(self.pattern, re.ASCII)
 
     def matches(self, values: np.ndarray) -> np.ndarray:
         """Python side of the grammar: True where a value is a string matching the pattern."""

@@ -685,7 +685,10 @@ def _refuse_marker(spec: ColumnSpec, values: Any, out: np.ndarray) -> None:
     if pa_array is not None:  # Arrow: one vectorized search, nulls excluded
         import pyarrow.compute as pc
 
-        hits = pc.match_substring(_decoded(pa_array), MISSING_STRING)
+        decoded = _decoded(pa_array)
+        if decoded.null_count == len(decoded):  # all missing: no text, and maybe no text type (an all-null int64
+            return  # column of convert_dtypes(dtype_backend="pyarrow"), which match_substring has no kernel for
+        hits = pc.match_substring(decoded, MISSING_STRING)
         if not pc.any(hits).as_py():
             return
         holding = np.asarray(pc.fill_null(hits, False))

@@ -29,8 +29,8 @@ _DOUBLE, _FLOAT, _INT, _STRING, _BOOL = range(5)
 _CODES = {("float", "double"): _DOUBLE, ("float", "float"): _FLOAT, ("int", "int64"): _INT,
           ("string", "string"): _STRING, ("bool", "bool"): _BOOL}
 _F64, _F32, _I64, _OBJECT = np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.int64), np.dtype(object)
-#: the dtype a numpy block must have for each conversion (numpy's canonical dtype objects: ``is`` tests them;
-#: a non-native byte order is another object and takes the general path)
+#: the dtype a numpy block must have for each conversion (compared with ``==``: an unpickled frame's dtypes are
+#: equal objects, not numpy's own; a non-native byte order is not equal and takes the general path)
 _DTYPES = {_DOUBLE: _F64, _FLOAT: _F32, _INT: _I64}
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
 _NAN = float("nan")
@@ -157,7 +157,7 @@ class RowFeeds:
             # a numpy block holds its columns as the rows of one 2-D array of one dtype (its placements say
             # which); anything else (nullable, Arrow-backed, another dtype) takes the general path
             if type(values) is not np.ndarray or values.ndim != 2 or (
-                    values.dtype.kind != "b" if code == _BOOL else values.dtype is not _DTYPES[code]):
+                    values.dtype.kind != "b" if code == _BOOL else values.dtype != _DTYPES[code]):
                 return None
             if code == _INT and NA_INT64 in values.ravel().tolist():  # the general path refuses it, naming the row
                 return None

@@ -42,6 +42,12 @@ def _range_index(n: int) -> pd.RangeIndex:
     return index
 
 
+def _own(index: pd.Index) -> pd.Index:
+    """A new Index object over the same labels, with a name of its own: pandas' internal ``_view`` (~1 us), else
+    a copy."""
+    return getattr(index, "_view", index.copy)()
+
+
 class FrameTemplate:
     """Column layout of the output frame: a list of (name or names, width) per output array."""
 
@@ -57,12 +63,15 @@ class FrameTemplate:
         self._plan = list(zip(self._placements, [two_d for _, two_d in layout]))
 
     def frame(self, arrays: list[Any], index: pd.Index | None, n_rows: int) -> pd.DataFrame:
-        """The DataFrame of ``arrays`` (1-D ``[N]`` or 2-D ``[N, k]``) laid out by this template."""
-        if index is None:
-            index = _range_index(n_rows)
+        """The DataFrame of ``arrays`` (1-D ``[N]`` or 2-D ``[N, k]``) laid out by this template.
+
+        Its axes are Index objects of its own (views of the template's labels and of a shared RangeIndex):
+        an axis' ``name`` can be set in place, which must not rename every other result."""
+        index = _own(_range_index(n_rows)) if index is None else index
+        columns = _own(self.columns)
         if _FAST:
             try:
-                frame = self._fast(arrays, index)
+                frame = self._fast(arrays, index, columns)
             except Exception:  # any internal-API mismatch: the public path below gives the same frame
                 frame = None
             if frame is not None:
@@ -74,9 +83,9 @@ class FrameTemplate:
                     data[n] = a[:, j]
             else:
                 data[names[0]] = a
-        return pd.DataFrame(data, index=index, columns=self.columns, copy=False)
+        return pd.DataFrame(data, index=index, columns=columns, copy=False)
 
-    def _fast(self, arrays: list[Any], index: pd.Index) -> pd.DataFrame | None:
+    def _fast(self, arrays: list[Any], index: pd.Index, columns: pd.Index) -> pd.DataFrame | None:
         """The frame assembled from one block per array; None when an array is not a numpy array."""
         blocks = []
         for a, (place, two_d) in zip(arrays, self._plan):
@@ -88,5 +97,5 @@ class FrameTemplate:
             if klass is None:
                 klass = _BLOCKS[values.dtype] = get_block_type(values.dtype)
             blocks.append(klass(values, place, 2))
-        mgr = BlockManager(tuple(blocks), [self.columns, index], verify_integrity=False)
+        mgr = BlockManager(tuple(blocks), [columns, index], verify_integrity=False)
         return pd.DataFrame._from_mgr(mgr, mgr.axes)
