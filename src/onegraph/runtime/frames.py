@@ -43,9 +43,15 @@ def _range_index(n: int) -> pd.RangeIndex:
 
 
 def _own(index: pd.Index) -> pd.Index:
-    """A new Index object over the same labels, with a name of its own: pandas' internal ``_view`` (~1 us), else
-    a copy."""
-    return getattr(index, "_view", index.copy)()
+    """A new Index object over the same labels, with a name of its own, as pandas gives every frame: its internal
+    ``_simple_new`` (~0.6-1 us; ``_view`` also registers the view with the labels' copy-on-write references, a
+    list every view grows, 1.5x the time beside onnxruntime's call), else a copy."""
+    try:
+        if type(index) is pd.RangeIndex:
+            return pd.RangeIndex._simple_new(index._range)
+        return type(index)._simple_new(index._data)
+    except Exception:  # another pandas version: the public copy (a few us)
+        return index.copy()
 
 
 class FrameTemplate:
