@@ -16,7 +16,7 @@ __all__ = [
     "AnnotateStatsPass", "StripStatsPass", "annotate", "read_stats", "read_qparams", "strip",
     "QuantParams", "QuantizationError", "quant_params", "scale_zero_point", "recover", "recover_ranges",
 ]
-# each name loads its module on first use: ``calibrate`` needs numpy, onnx, onnxruntime and datasketches only,
+# each name loads its module on first use: ``calibrate`` needs numpy, onnx, onnxruntime (and datasketches past the held quantile values) only,
 # not onnx-ir (annotate, recover) or pydantic (the statistics document)
 _lazy.exports(__name__, {
     **dict.fromkeys(["TensorAccumulator", "TensorStats", "merge_all"], "onegraph.stats.accumulators"),
