@@ -1142,3 +1142,19 @@ def test_an_all_missing_arrow_column_of_another_type_is_a_missing_text(penguins_
         for dtype in ("int64[pyarrow]", "double[pyarrow]", "bool[pyarrow]"):
             got = onegraph.score(penguins_onnx, rows.assign(sex=pd.array([None] * n, dtype=dtype)))
             pd.testing.assert_frame_equal(got, expected)
+
+
+def test_a_bool_input_reads_numbers_zero_and_one_alike_in_every_container():
+    """1.0 and 0.0 are booleans in a float column; in an object column (a list of records, a frame of mixed
+    values) they were refused: now the same numbers read the same wherever they come from, and 2.0 or 0.5 is
+    refused in both."""
+    from onegraph.errors import ColumnTypeError
+
+    spec = ColumnSpec("heavy", "bool", "bool")
+    floats = to_feed(spec, np.array([1.0, 0.0, 1.0]))
+    np.testing.assert_array_equal(to_feed(spec, np.array([1.0, 0.0, True], dtype=object)), floats)
+    np.testing.assert_array_equal(to_feed(spec, np.array([np.float32(1), np.int64(0), 1], dtype=object)), floats)
+    for bad in (2.0, 0.5):
+        for values in (np.array([bad]), np.array([bad], dtype=object)):
+            with pytest.raises(ColumnTypeError, match="'heavy'.*not a boolean"):
+                to_feed(spec, values)

@@ -619,7 +619,8 @@ def _bool_from_objects(spec: ColumnSpec, values: np.ndarray) -> np.ndarray:
     for i, v in enumerate(values):
         if v is None or v is pd.NA or (isinstance(v, float) and v != v):
             out[i] = np.nan
-        elif isinstance(v, (bool, np.bool_)) or (isinstance(v, (int, np.integer)) and v in (0, 1)):
+        elif isinstance(v, (bool, np.bool_)) or (isinstance(v, (int, float, np.integer, np.floating)) and v in (0, 1)):
+            # numbers 0 / 1 as a numeric column's are: 1.0 in a list of records is True, as in a float column
             out[i] = float(v)
         elif isinstance(v, str) and v.strip().lower() in _TRUE:
             out[i] = 1.0
