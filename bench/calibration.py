@@ -135,10 +135,11 @@ def _floor(model: Path, data, sketch: bool = False) -> None:
         if sketch:
             tensors = [*feeds.values(), *results]  # calibrate observes the inputs too
             if not summaries:
+                from onegraph.stats.accumulators import QUANTILE_PROBS
                 from onegraph.stats.calibrate import _HELD, _rate
                 from onegraph.stats.quantiles import Quantiles
 
-                held = max(200, _HELD // len(tensors))
+                held = _HELD // len(tensors)  # as calibrate shares it out
                 summaries = [(Quantiles(200, held), round(1 / _rate(t[0].size, 16)), []) for t in tensors]
             for (summary, step, waiting), t in zip(summaries, tensors):
                 waiting.append(t.reshape(-1)[::step])
@@ -148,7 +149,7 @@ def _floor(model: Path, data, sketch: bool = False) -> None:
     for summary, _, waiting in summaries:
         if waiting:
             summary.update(np.concatenate(waiting).astype(np.float64))
-        summary.get_quantiles([0.0001, 0.001, 0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99, 0.999, 0.9999])
+        summary.get_quantiles(QUANTILE_PROBS)
 
 
 def child(tool: str, model: Path, images: Path, count: int, batch: int) -> None:

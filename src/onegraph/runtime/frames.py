@@ -29,29 +29,23 @@ except ImportError:  # pragma: no cover - depends on the pandas version
 _BLOCKS: dict[np.dtype, type] = {}
 
 
-_RANGES: dict[int, pd.RangeIndex] = {}
-
-
-def _range_index(n: int) -> pd.RangeIndex:
-    """A RangeIndex of ``n`` rows; immutable, so small ones are shared (creating one costs ~6 us)."""
-    index = _RANGES.get(n)
-    if index is None:
-        index = pd.RangeIndex(n)
-        if n <= 64:
-            _RANGES[n] = index
-    return index
-
-
 def _own(index: pd.Index) -> pd.Index:
-    """A new Index object over the same labels, with a name of its own, as pandas gives every frame: its internal
-    ``_simple_new`` (~0.6-1 us; ``_view`` also registers the view with the labels' copy-on-write references, a
-    list every view grows, 1.5x the time beside onnxruntime's call), else a copy."""
+    """A new Index object over the labels of ``index``, with a name of its own, as pandas gives every frame:
+    its internal ``_simple_new`` (~0.6-1 us; ``_view`` also registers the view with the labels' copy-on-write
+    references, a list every view grows, 1.5x the time beside onnxruntime's call), else a copy."""
     try:
-        if type(index) is pd.RangeIndex:
-            return pd.RangeIndex._simple_new(index._range)
         return type(index)._simple_new(index._data)
     except Exception:  # another pandas version: the public copy (a few us)
         return index.copy()
+
+
+def _row_index(n: int) -> pd.RangeIndex:
+    """A RangeIndex of ``n`` rows through pandas' internal ``_simple_new`` (~0.6 us, the public constructor's
+    checks cost ~4 us), else the public one."""
+    try:
+        return pd.RangeIndex._simple_new(range(n))
+    except Exception:  # another pandas version
+        return pd.RangeIndex(n)
 
 
 class FrameTemplate:
@@ -71,9 +65,9 @@ class FrameTemplate:
     def frame(self, arrays: list[Any], index: pd.Index | None, n_rows: int) -> pd.DataFrame:
         """The DataFrame of ``arrays`` (1-D ``[N]`` or 2-D ``[N, k]``) laid out by this template.
 
-        Its axes are Index objects of its own (views of the template's labels and of a shared RangeIndex):
+        Its axes are Index objects of its own (over the template's labels; a new RangeIndex without ``index``):
         an axis' ``name`` can be set in place, which must not rename every other result."""
-        index = _own(_range_index(n_rows)) if index is None else index
+        index = _row_index(n_rows) if index is None else index
         columns = _own(self.columns)
         if _FAST:
             try:

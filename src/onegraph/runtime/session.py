@@ -148,8 +148,6 @@ class Session:
         self.sequence = meta.SequenceSpec.from_dict(fields["sequence"]) if "sequence" in fields else None
         #: the model's image / audio input (``org.onegraph.media``: input, dtype, layout...), or None
         self.media = fields.get("media")
-        #: a model of table columns scored row by row (no media input, no sequence windows)
-        self._plain = self.media is None and self.sequence is None
 
     @property
     def input_names(self) -> list[str]:
@@ -251,10 +249,6 @@ class Session:
         n, feeds = self._feeds(data, as_bytes=self.sequence is None)
         if n == 0:
             return self._empty_outputs(), True
-        if self._plain and n <= self.batch_size:  # one onnxruntime call: single rows, most tables
-            results = self._call(feeds)
-            self._check_rows(results, n)
-            return self._finished(results, data, feeds, unsettled)
         # a media input's size is known per call (images of any size): its rows bound the batch too
         batch = self.batch_size if self.media is None else self.rows_per_batch(next(iter(feeds.values())).size // n)
         if self.sequence is not None:
@@ -271,11 +265,6 @@ class Session:
             results = [np.concatenate([p[j] for p in parts]) for j in range(len(self._output_names))]
         if self.sequence is None:
             self._check_rows(results, n)
-        return self._finished(results, data, feeds, unsettled)
-
-    def _finished(self, results: list[np.ndarray], data: Any, feeds: dict[str, np.ndarray],
-                  unsettled: bool) -> tuple[list[np.ndarray], bool]:
-        """:meth:`_checked`'s end: the checks' flags and the answers' finiteness looked at."""
         if self._checks:
             self._raise_checks(results, data, unsettled)
         for i in self._answer_indices:

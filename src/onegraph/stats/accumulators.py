@@ -53,7 +53,7 @@ from typing import Any
 import numpy as np
 
 from onegraph.errors import ConfigError, DataError, whole_number
-from onegraph.stats.quantiles import Quantiles
+from onegraph.stats.quantiles import Quantiles, sketch_parameter
 
 __all__ = ["QUANTILE_PROBS", "TUKEY_KS", "Histogram", "OutlierCount", "ChannelStats", "TensorStats",
            "TensorAccumulator", "merge_all"]
@@ -188,11 +188,7 @@ class TensorAccumulator:
                  sketch_k: int = 200, std_k: Sequence[float] = (3.0,), sketch_rate: float = 1.0,
                  seed: int | None = None, held: int = 1 << 15) -> None:
         bins = whole_number("bins", bins, 2, hint="give bins >= 2, e.g. 1024")
-        # datasketches' KLL takes 8 <= k <= 65535 and says so in its own words, naming no parameter
-        sketch_k = whole_number("sketch_k", sketch_k, 8, hint="give sketch_k from 8 to 65535, e.g. 200")
-        if sketch_k > 65535:
-            raise ConfigError(f"sketch_k={sketch_k} is more than 65535, the largest k of the KLL sketch",
-                              hint="give sketch_k from 8 to 65535, e.g. 200")
+        sketch_k = sketch_parameter("sketch_k", sketch_k)
         held = whole_number("held", held, 0, hint="give held >= 0, e.g. 32768")
         if channel_axis is not None:
             channel_axis = whole_number("channel_axis", channel_axis, None,
@@ -618,14 +614,14 @@ def _bernoulli_indices(rng: np.random.Generator, n: int, p: float) -> np.ndarray
 
 def _multipliers(std_k: Any) -> tuple[float, ...]:
     """``std_k`` as a tuple of finite positive floats; :class:`ConfigError` naming it otherwise."""
-    hint = "give std_k as a list of positive numbers, e.g. (3.0,) or [2, 3]"
     try:
-        values = tuple(float(k) for k in std_k) if not isinstance(std_k, (str, bytes)) else None
+        given = list(std_k) if not isinstance(std_k, (str, bytes)) else None  # once: a generator reads once
+        values = None if given is None or any(isinstance(k, bool) for k in given) else tuple(map(float, given))
     except (TypeError, ValueError):
         values = None
-    if values is None or not all(math.isfinite(k) and k > 0 for k in values) or any(
-            isinstance(k, bool) for k in std_k):
-        raise ConfigError(f"std_k={std_k!r} is not a list of positive numbers", hint=hint)
+    if values is None or not all(math.isfinite(k) and k > 0 for k in values):
+        raise ConfigError(f"std_k={std_k!r} is not a list of positive numbers",
+                          hint="give std_k as a list of positive numbers, e.g. (3.0,) or [2, 3]")
     return values
 
 

@@ -21,9 +21,19 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from onegraph.errors import ConfigError, DataError
+from onegraph.errors import ConfigError, DataError, whole_number
 
-__all__ = ["Quantiles"]
+__all__ = ["Quantiles", "sketch_parameter"]
+
+
+def sketch_parameter(name: str, k: object) -> int:
+    """``k`` as the parameter of a KLL sketch, a whole number from 8 to 65535 (DataSketches' own bounds, which it
+    states naming no parameter); :class:`~onegraph.errors.ConfigError` naming ``name`` otherwise."""
+    hint = f"give {name} from 8 to 65535, e.g. 200"
+    k = whole_number(name, k, 8, hint=hint)
+    if k > 65535:
+        raise ConfigError(f"{name}={k} is more than 65535, the largest k of the KLL sketch", hint=hint)
+    return k
 
 
 class Quantiles:
@@ -38,10 +48,7 @@ class Quantiles:
     """
 
     def __init__(self, k: int, held: int) -> None:
-        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 8 <= k <= 65535:
-            raise ConfigError(f"k={k!r} is not a KLL sketch parameter (a whole number from 8 to 65535)",
-                              hint="give k from 8 to 65535, e.g. 200")
-        self.k = int(k)
+        self.k = sketch_parameter("k", k)
         self.held = int(held)
         self._parts: list[np.ndarray] = []
         self._count = 0
