@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import re
+import weakref
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import onnx
@@ -449,6 +451,42 @@ def test_naming_one_results_axes_leaves_the_others_alone(fitted):
     later, later_frame = session.score(record), session.score(frame.iloc[[5]])
     assert later.index.name is None and later.columns.name is None and later_frame.columns.name is None
     assert second.columns.name == "out" and list(later.columns) == list(first.columns)
+
+
+def test_live_results_never_share_an_axis_and_a_dropped_results_axes_are_given_again(fitted):
+    """A result's axes are given to the next result only once nothing holds them (the loop of single-row calls
+    that drops each result): results kept, axes kept without their frame and renamed axes are never shared,
+    from one thread or four."""
+    _, model, frame = fitted
+    session = onegraph.Session(model)
+    record = {k: (None if pd.isna(v) else v) for k, v in frame.iloc[0].to_dict().items()}
+    first = session.score(frame.iloc[[1]])
+    dropped = weakref.ref(first.columns)
+    del first
+    assert session.score(frame.iloc[[2]]).columns is dropped()  # given again: nothing held it
+    one = session.score(record)
+    rows = weakref.ref(one.index)
+    del one
+    assert session.score(record).index is rows()
+
+    def calls(start: int) -> list:
+        held = []
+        for k in range(start, start + 60):
+            out = session.score(record if k % 2 else frame.iloc[[k % len(frame)]])
+            if k % 3 == 0:
+                held.append(out)
+            elif k % 3 == 1:
+                held.append(out.columns)  # an axis kept without its frame
+                held.append(out.index if k % 2 else None)
+            else:
+                out.columns.name = "renamed"  # renamed, then dropped: never given again
+        return held
+
+    with ThreadPoolExecutor(4) as pool:
+        held = [x for part in pool.map(calls, range(0, 240, 60)) for x in part] + calls(300)
+    live = [a for x in held if x is not None for a in ((x.columns, x.index) if isinstance(x, pd.DataFrame) else (x,))]
+    assert len({id(a) for a in live}) == len(live) > 200
+    assert all(a.name is None for a in live)
 
 
 def test_a_frame_read_back_from_a_pickle_takes_the_single_row_path(fitted, tmp_path):

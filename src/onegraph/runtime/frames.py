@@ -9,6 +9,7 @@ public constructor, which gives the same frame.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -48,6 +49,32 @@ def _row_index(n: int) -> pd.RangeIndex:
         return pd.RangeIndex(n)
 
 
+def _sole_count() -> int:
+    """What ``sys.getrefcount`` says of an object taken from a list into a local variable when nothing else holds
+    it (2 on CPython 3.11; measured rather than assumed: later versions count borrowed references otherwise)."""
+    spares = [object()]
+    spare = spares.pop()
+    return sys.getrefcount(spare)
+
+
+_SOLE = _sole_count()
+
+
+def _unheld(spares: list) -> Any:
+    """The axis a result was last given, taken from ``spares``, when nothing else holds it any more (its result
+    was dropped, as in a loop scoring one row after another) and its name is still unset; else None.
+
+    Making an Index costs pandas an identity object, a copy-on-write references object and a weak reference
+    (~1 us; 3-8 us of a single-row call beside onnxruntime's, whose caches it shares): an unheld axis is given
+    again instead. No two live results share one: the reference count proves nothing holds it, and ``pop`` is
+    atomic, so two threads never take the same one."""
+    try:
+        spare = spares.pop()
+    except IndexError:
+        return None
+    return spare if sys.getrefcount(spare) == _SOLE and spare._name is None else None
+
+
 class FrameTemplate:
     """Column layout of the output frame: a list of (name or names, width) per output array."""
 
@@ -61,14 +88,24 @@ class FrameTemplate:
             self._placements.append(BlockPlacement(place) if _FAST else place)
             start += len(names)
         self._plan = list(zip(self._placements, [two_d for _, two_d in layout]))
+        # the axes the last result was given, to give again once it is dropped (see _unheld)
+        self._spare_columns: list[pd.Index] = []
+        self._spare_rows: list[pd.RangeIndex] = []
 
     def frame(self, arrays: list[Any], index: pd.Index | None, n_rows: int) -> pd.DataFrame:
         """The DataFrame of ``arrays`` (1-D ``[N]`` or 2-D ``[N, k]``) laid out by this template.
 
         Its axes are Index objects of its own (over the template's labels; a new RangeIndex without ``index``):
         an axis' ``name`` can be set in place, which must not rename every other result."""
-        index = _row_index(n_rows) if index is None else index
-        columns = _own(self.columns)
+        if index is None:
+            index = _unheld(self._spare_rows)
+            if index is None or len(index) != n_rows:
+                index = _row_index(n_rows)
+            self._spare_rows.append(index)
+        columns = _unheld(self._spare_columns)
+        if columns is None:
+            columns = _own(self.columns)
+        self._spare_columns.append(columns)
         if _FAST:
             try:
                 frame = self._fast(arrays, index, columns)

@@ -263,26 +263,24 @@ class Session:
                 parts = list(pool.map(lambda i: self._call({k: v[i:i + batch] for k, v in feeds.items()},
                                                            first_row=i), starts))
             results = [np.concatenate([p[j] for p in parts]) for j in range(len(self._output_names))]
-        if self.sequence is None:
-            self._check_rows(results, n)
-        if self._checks:
-            self._raise_checks(results, data, unsettled)
+        # one pass over the answers (single-row scoring feels every loop): each has one row per input row (a
+        # graph flattening [N, k] to [N * k] would otherwise be laid out as a frame of N rows from its first N
+        # values; a sequence model's rows come back restored), and whether each is finite
+        finite = True
         for i in self._answer_indices:
             value = results[i]
-            if value.dtype.kind == "f" and not _all_finite(value):
-                self._raise_infinite(results, feeds)
-                return results, False
-        return results, True
-
-    def _check_rows(self, results: list[np.ndarray], n: int) -> None:
-        """Each answer has one row per input row: a graph flattening ``[N, k]`` to ``[N * k]`` would otherwise
-        be laid out as a frame of ``N`` rows from its first ``N`` values."""
-        for i in self._answer_indices:
-            if results[i].ndim == 0 or len(results[i]) != n:
-                rows = "a scalar" if results[i].ndim == 0 else f"{len(results[i])} rows"
+            if self.sequence is None and (value.ndim == 0 or len(value) != n):
+                rows = "a scalar" if value.ndim == 0 else f"{len(value)} rows"
                 raise RuntimeFailure(f"the model's output {self._output_names[i]!r} has {rows} for {n} input rows, "
                                      "so its values cannot be paired with the rows",
                                      hint="the graph is not row-wise: rebuild it, or run it with onnxruntime")
+            if finite and value.dtype.kind == "f" and not _all_finite(value):
+                finite = False
+        if self._checks:  # a row a check refuses is reported before an answer it left non-finite
+            self._raise_checks(results, data, unsettled)
+        if not finite:
+            self._raise_infinite(results, feeds)
+        return results, finite
 
     def run_feeds(self, feeds: dict[str, np.ndarray], names: list[str] | None = None) -> list[np.ndarray]:
         """Run onnxruntime on prepared ``feeds`` (from :meth:`feeds`) for the outputs ``names`` (default:
@@ -416,6 +414,7 @@ class Session:
         unscored = not finite and any(role in ("probabilities", "top_probabilities") and np.isnan(results[i]).any()
                                       for i, role, _, _ in self._post)
         arrays = []
+        widths = []  # the template's key: each array's width, 0 for 1-D
         for i, role, kind, tz in self._post:
             value = results[i]
             if role != "probabilities" and value.ndim == 2 and value.shape[1] == 1:
@@ -425,7 +424,8 @@ class Session:
             elif unscored and (role == "label" or role == "top_labels"):
                 value = _missing_labels(value)
             arrays.append(value)
-        key = tuple([a.shape[1] if a.ndim == 2 else 0 for a in arrays])
+            widths.append(value.shape[1] if value.ndim == 2 else 0)
+        key = tuple(widths)
         template = self._templates.get(key)
         if template is None:
             template = self._templates[key] = self._template(key)
