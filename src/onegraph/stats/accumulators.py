@@ -54,6 +54,7 @@ import numpy as np
 
 from onegraph.errors import ConfigError, DataError, whole_number
 from onegraph.stats.quantiles import Quantiles, sketch_parameter
+from onegraph.stats.sampling import Words, bernoulli_indices
 
 __all__ = ["QUANTILE_PROBS", "TUKEY_KS", "Histogram", "OutlierCount", "ChannelStats", "TensorStats",
            "TensorAccumulator", "merge_all"]
@@ -200,7 +201,7 @@ class TensorAccumulator:
             raise ConfigError(f"sketch_rate={sketch_rate!r} is not 1 or a power of two down to 1/256",
                               hint="give sketch_rate as 1, 1/2, 1/4 ... 1/256")
         self.sketch_rate = float(sketch_rate)
-        self._rng = np.random.default_rng(seed)
+        self._rng = Words(seed)
         self.name = name
         self.channel_axis = channel_axis
         self.bins = int(bins)
@@ -312,7 +313,7 @@ class TensorAccumulator:
         # the sample for the sketch is taken from the float64 copy (datasketches takes writable float64
         # arrays only) before the histogram overwrites it
         if self.sketch_rate < 1.0:
-            self._sketch.update(values[_bernoulli_indices(self._rng, total, self.sketch_rate)])
+            self._sketch.update(values[bernoulli_indices(self._rng, total, self.sketch_rate)])
         else:
             self._sketch.update(values)
         self._add_to_histogram(values)
@@ -448,7 +449,7 @@ class TensorAccumulator:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self._rng = np.random.default_rng()
+        self._rng = Words()
 
     # -- results ----------------------------------------------------------------------------------
     @property
@@ -585,31 +586,6 @@ def _bin_index(floored: np.ndarray, first: int) -> np.ndarray:
     index = floored.view(np.int64)
     index -= _MAGIC_BITS
     return index
-
-
-def _bernoulli_indices(rng: np.random.Generator, n: int, p: float) -> np.ndarray:
-    """Indices of ``n`` Bernoulli(p) trials that succeed, ``p`` a power of two down to 1/256.
-
-    For p >= 1/8, a random byte per trial (the generator's raw 64-bit words, four times faster than
-    ``Generator.bytes``), kept when its low ``log2(1 / p)`` bits are 0 (probability p
-    exactly). Below, only the about ``n p`` kept indices are drawn (a random number per value would cost more
-    than the sketch saves): the gaps between successes are geometric, ``floor(E / -ln(1 - p)) + 1`` for a
-    standard exponential ``E`` (``P(gap > k) = (1 - p)**k``), twice as fast as ``Generator.geometric``."""
-    if p >= 1 / 8:
-        draws = rng.bit_generator.random_raw(-(-n // 8)).view(np.uint8)[:n]
-        return np.flatnonzero((draws & (round(1 / p) - 1)) == 0)
-    expected = n * p
-    rate = -math.log1p(-p)
-
-    def gaps(size: int) -> np.ndarray:
-        gap = rng.standard_exponential(size)
-        gap /= rate
-        return gap.astype(np.int64) + 1  # truncation is the floor of these positive values
-
-    index = np.cumsum(gaps(int(expected + 6 * math.sqrt(expected) + 16))) - 1
-    while index[-1] < n - 1:  # rare: more successes than 6 standard deviations above the mean
-        index = np.concatenate([index, index[-1] + np.cumsum(gaps(len(index)))])
-    return index[: np.searchsorted(index, n)]
 
 
 def _multipliers(std_k: Any) -> tuple[float, ...]:
