@@ -162,3 +162,16 @@ def test_in_memory_models_are_the_callers_own(checks, penguins_model):
     onegraph.Session(edited)
     load_model(edited)
     assert checks == []
+
+
+def test_the_check_cache_reads_each_installed_packages_version_as_importlib_metadata_does():
+    """The remembered checks are keyed by the checking code's versions, read from each distribution's header
+    lines instead of importlib.metadata's whole e-mail parse: the same answer for every installed package."""
+    from importlib import metadata
+
+    from onegraph.check.guard import _version
+
+    dists = list(metadata.distributions())
+    assert len(dists) > 50
+    for dist in dists:
+        assert _version(dist) == dist.version, dist.metadata["Name"]
