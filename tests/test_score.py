@@ -461,13 +461,37 @@ def test_live_results_never_share_an_axis_and_a_dropped_results_axes_are_given_a
     session = onegraph.Session(model)
     record = {k: (None if pd.isna(v) else v) for k, v in frame.iloc[0].to_dict().items()}
     first = session.score(frame.iloc[[1]])
-    dropped = weakref.ref(first.columns)
+    dropped = id(first.columns)
     del first
-    assert session.score(frame.iloc[[2]]).columns is dropped()  # given again: nothing held it
+    assert id(session.score(frame.iloc[[2]]).columns) == dropped  # given again: nothing held it (still kept)
     one = session.score(record)
-    rows = weakref.ref(one.index)
+    rows = id(one.index)
     del one
-    assert session.score(record).index is rows()
+    assert id(session.score(record).index) == rows
+    # an axis a weak reference (weakref.finalize too) reaches, or carrying an attribute, is never given again
+    freed: list = []
+    watches = {"ref": weakref.ref, "finalize": lambda axis: weakref.finalize(axis, freed.append, "finalize"),
+               "proxy": lambda axis: weakref.proxy(axis, lambda _: freed.append("proxy")),
+               "values": lambda axis: weakref.WeakValueDictionary({"axis": axis})}
+    for kind, watch in watches.items():
+        marked = session.score(record)
+        marked.index.origin = "the first result"
+        watched = session.score(frame.iloc[[3]])  # the last result: its columns are the ones kept
+        seen = watch(watched.columns)
+        del watched, marked
+        later = session.score(frame.iloc[[4]]), session.score(record)
+        assert not hasattr(later[1].index, "origin")
+        if kind == "ref":  # pandas' own plain weak reference, handed out again: dead, not the new result's
+            assert seen() is None
+        elif kind == "values":
+            assert len(seen) == 0
+        else:
+            assert freed[-1] == kind
+        del seen
+    # the labels every result's columns read are not writable through numpy (pandas' own frames each have theirs)
+    with pytest.raises(ValueError, match="read-only"):
+        np.asarray(later[0].columns)[0] = "changed"
+    assert later[0].columns[0] == session.score(record).columns[0] != "changed"
 
     def calls(start: int) -> list:
         held = []

@@ -96,8 +96,6 @@ CODES: dict[str, tuple[str, str, str]] = {
 }
 
 
-#: what a caller is about to do with a model -> the stages that must run first (:mod:`onegraph.check.loader`)
-PURPOSES = {"load": ("parse", "static", "checker"), "run": ("parse", "static", "checker", "runtime")}
 
 
 def blocks(finding: Finding, purpose: str) -> bool:

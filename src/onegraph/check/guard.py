@@ -1,7 +1,7 @@
 """The check every model file or byte string goes through before native code touches it in this process.
 
 :func:`ensure_safe` runs the stages of :func:`onegraph.check.check` the caller needs for what it is about to do
-(:data:`~onegraph.check.findings.PURPOSES`: ``load`` or ``run``) in the checking process; a finding that keeps
+(:data:`~onegraph.check.purposes.PURPOSES`: ``load`` or ``run``) in the checking process; a finding that keeps
 the model from that use (:func:`~onegraph.check.findings.blocks`) stops the caller with
 :class:`UnsafeModelError` naming it.
 
@@ -24,12 +24,15 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from onegraph.check.findings import PURPOSES, CheckReport, Finding, blocks
-from onegraph.check.limits import Limits
+from onegraph.check.purposes import PURPOSES
 from onegraph.check.source import Source
 from onegraph.errors import ModelFileError
+
+if TYPE_CHECKING:  # the check's own types load only when a check runs: a remembered one needs none of them
+    from onegraph.check.findings import CheckReport, Finding
+    from onegraph.check.limits import Limits
 
 __all__ = ["UnsafeModelError", "ensure_safe", "trust", "clear", "cache_folder", "default_limits"]
 
@@ -74,6 +77,8 @@ class UnsafeModelError(ModelFileError):
 def default_limits(size: int) -> Limits:
     """The limits of the check of a model of ``size`` bytes: the default CPU and wall time; memory of 8 x the
     model (parsing, the checker's copy, an onnxruntime session), at least the default 4 GiB."""
+    from onegraph.check.limits import Limits
+
     return Limits(memory=max(Limits().memory, 8 * size))
 
 
@@ -119,7 +124,7 @@ def ensure_safe(source: Source, *, purpose: str, limits: Limits | None = None) -
     source:
         The model's bytes (exactly those the caller will parse or open), its folder and label.
     purpose:
-        ``load`` or ``run`` (:data:`~onegraph.check.findings.PURPOSES`).
+        ``load`` or ``run`` (:data:`~onegraph.check.purposes.PURPOSES`).
     limits:
         Limits of the check; by default :func:`default_limits` for the model's size.
 
@@ -133,6 +138,7 @@ def ensure_safe(source: Source, *, purpose: str, limits: Limits | None = None) -
     keys = (_folder_key(data_digest, source.folder), _folder_key(data_digest, _ANY_FOLDER))
     if any(purpose in _passed(key, source.folder) for key in keys):
         return
+    from onegraph.check.findings import blocks
     from onegraph.check.run import check
 
     report = check(source, stages=PURPOSES[purpose], limits=limits or default_limits(len(source.data)))

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
-from onegraph.check.findings import PURPOSES
+from onegraph.check.purposes import PURPOSES
 from onegraph.check.source import Source, is_in_memory_model, label_of, source_of
 from onegraph.errors import ModelFileError
 

@@ -10,6 +10,7 @@ public constructor, which gives the same frame.
 from __future__ import annotations
 
 import sys
+import weakref
 from typing import Any
 
 import numpy as np
@@ -60,19 +61,45 @@ def _sole_count() -> int:
 _SOLE = _sole_count()
 
 
-def _unheld(spares: list) -> Any:
-    """The axis a result was last given, taken from ``spares``, when nothing else holds it any more (its result
-    was dropped, as in a loop scoring one row after another) and its name is still unset; else None.
+class _Spare:
+    """The axis the last result was given, handed to the next result once nothing holds it (:meth:`take`).
 
     Making an Index costs pandas an identity object, a copy-on-write references object and a weak reference
-    (~1 us; 3-8 us of a single-row call beside onnxruntime's, whose caches it shares): an unheld axis is given
-    again instead. No two live results share one: the reference count proves nothing holds it, and ``pop`` is
-    atomic, so two threads never take the same one."""
-    try:
-        spare = spares.pop()
-    except IndexError:
+    (~1 us; 3-8 us of a single-row call beside onnxruntime's, whose caches it shares): in a loop scoring one
+    row after another, each result is dropped before the next, and its axis is given again instead. No two
+    live results share one: the axis is kept here (until the next call) and given again only when its
+    reference count proves nothing else holds it, no weak reference reaches it and it carries neither a name
+    nor an attribute a fresh axis lacks; ``list.pop`` is atomic, so two threads never take the same one."""
+
+    __slots__ = ("_kept", "_fresh")
+
+    def __init__(self) -> None:
+        self._kept: list = []
+        self._fresh: tuple | None = None  # a fresh axis' _marks
+
+    def take(self) -> Any:
+        """The kept axis when it may be given again, else None (it is then let go)."""
+        try:
+            spare = self._kept.pop()
+        except IndexError:
+            return None
+        if sys.getrefcount(spare) == _SOLE and spare._name is None and _marks(spare) == self._fresh:
+            return spare
         return None
-    return spare if sys.getrefcount(spare) == _SOLE and spare._name is None else None
+
+    def keep(self, axis: Any, fresh: bool) -> None:
+        """Keep ``axis``, given to a result now (``fresh``: just made, which sets what a fresh one is like)."""
+        if fresh and self._fresh is None:
+            self._fresh = _marks(axis)
+        self._kept.append(axis)
+
+
+def _marks(axis: Any) -> tuple[int, int, int]:
+    """What a user may have left on ``axis``: its number of attributes, of weak references, and the reference
+    count of its plain weak reference. pandas keeps a plain weak reference to every Index, and
+    ``weakref.ref(axis)`` hands out that same object, so a user's own shows only in its count; a
+    ``weakref.finalize``, proxy or weak container adds a weak reference of its own."""
+    return len(axis.__dict__), weakref.getweakrefcount(axis), sys.getrefcount(weakref.ref(axis))
 
 
 class FrameTemplate:
@@ -81,6 +108,9 @@ class FrameTemplate:
     def __init__(self, layout: list[tuple[list[str], bool]]) -> None:
         self.layout = layout  # per array: its column names, and whether the array is 2-D
         self.columns = pd.Index([n for names, _ in layout for n in names], dtype=object)
+        labels = getattr(self.columns, "_data", None)
+        if isinstance(labels, np.ndarray):  # every result's columns share these labels: none may write them
+            labels.flags.writeable = False
         self._placements = []
         start = 0
         for names, _ in layout:
@@ -88,9 +118,9 @@ class FrameTemplate:
             self._placements.append(BlockPlacement(place) if _FAST else place)
             start += len(names)
         self._plan = list(zip(self._placements, [two_d for _, two_d in layout]))
-        # the axes the last result was given, to give again once it is dropped (see _unheld)
-        self._spare_columns: list[pd.Index] = []
-        self._spare_rows: list[pd.RangeIndex] = []
+        # the axes the last result was given, to give again once it is dropped
+        self._spare_columns = _Spare()
+        self._spare_rows = _Spare()
 
     def frame(self, arrays: list[Any], index: pd.Index | None, n_rows: int) -> pd.DataFrame:
         """The DataFrame of ``arrays`` (1-D ``[N]`` or 2-D ``[N, k]``) laid out by this template.
@@ -98,14 +128,16 @@ class FrameTemplate:
         Its axes are Index objects of its own (over the template's labels; a new RangeIndex without ``index``):
         an axis' ``name`` can be set in place, which must not rename every other result."""
         if index is None:
-            index = _unheld(self._spare_rows)
-            if index is None or len(index) != n_rows:
+            index = self._spare_rows.take()
+            fresh = index is None or len(index) != n_rows
+            if fresh:
                 index = _row_index(n_rows)
-            self._spare_rows.append(index)
-        columns = _unheld(self._spare_columns)
-        if columns is None:
+            self._spare_rows.keep(index, fresh)
+        columns = self._spare_columns.take()
+        fresh = columns is None
+        if fresh:
             columns = _own(self.columns)
-        self._spare_columns.append(columns)
+        self._spare_columns.keep(columns, fresh)
         if _FAST:
             try:
                 frame = self._fast(arrays, index, columns)

@@ -8,12 +8,15 @@ construct (never on parsed untrusted bytes).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import onnx
 
-from onegraph.check.findings import Finding
 from onegraph.check.static.walk import bodies, domain_of
 from onegraph.check.static.walk import tensors as stored_tensors
+
+if TYPE_CHECKING:
+    from onegraph.check.findings import Finding
 
 __all__ = ["static_findings"]
 
@@ -45,7 +48,9 @@ def static_findings(model: onnx.ModelProto, *, folder: str | None = None, memory
 
 
 def _all(model: onnx.ModelProto, folder: str | None, memory: int) -> Iterator[Finding]:
-    # the rules load here, not with the package: the loader reads external data through .walk in every process
+    # the rules and the report's types load here, not with the package: the loader reads external data through
+    # .walk in every process
+    from onegraph.check.findings import Finding
     from onegraph.check.static import fold, inputs, metadata, operators, rules, strings, structure, tensors
 
     if not model.HasField("graph"):
