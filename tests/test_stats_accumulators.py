@@ -276,3 +276,32 @@ def test_zeros_of_a_relu_like_tensor_are_not_counted_as_outliers():
 def test_the_rank_error_bound_is_at_most_one():
     acc = TensorAccumulator("t", sketch_rate=1 / 256).update(real_matrix()[:3])
     assert acc.quantile_rank_error <= 1.0
+
+
+@pytest.mark.parametrize("rows", [100, 1461])
+def test_an_accumulator_merged_into_itself_counts_its_data_twice(rows):
+    """As merging an equal copy does, past the held values too (the sketch itself cannot merge itself)."""
+    x = np.tile(real_matrix()[:rows], (30, 1)) if rows > 1000 else real_matrix()[:rows]
+    acc = TensorAccumulator("t", held=1000).update(x)
+    expected = TensorAccumulator("t", held=1000).update(x).merge(TensorAccumulator("t", held=1000).update(x)).result()
+    got = acc.merge(acc).result()
+    assert (got.count, got.size, got.nan, got.samples) == (expected.count, expected.size, expected.nan, 2 * len(x))
+    assert got.histogram == expected.histogram and got.min == expected.min and got.max == expected.max
+    assert got.mean == pytest.approx(expected.mean, rel=1e-12) and got.std == pytest.approx(expected.std, rel=1e-12)
+    assert got.channels.count == expected.channels.count
+    # every quantile within the stated rank error of the doubled data's (the same values, each twice; a value
+    # repeated spans the ranks from its first to its last place)
+    values = np.sort(x[np.isfinite(x)].astype(np.float64))
+    slack = got.quantile_rank_error + 1 / len(values)
+    for q, v in got.quantiles.items():
+        low, high = np.searchsorted(values, v, side="left") / len(values), np.searchsorted(values, v, "right") / len(values)
+        assert low - slack <= q <= high + slack
+
+
+def test_a_merge_refused_for_its_channel_count_changes_nothing():
+    x = real_matrix()
+    acc = TensorAccumulator("t").update(x[:100])
+    before = acc.result()
+    with pytest.raises(DataError, match="channels"):
+        acc.merge(TensorAccumulator("t").update(x[:100, :3]))
+    assert acc.result() == before

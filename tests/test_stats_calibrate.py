@@ -268,3 +268,19 @@ def test_a_merged_calibration_is_not_changed_by_later_merges_into_the_other():
     assert first.accumulators["y"].samples == before == 100
     with pytest.raises(DataError, match="cannot merge a dict"):
         first.merge({})
+
+
+def test_a_tensors_shape_reads_its_dynamic_batch_axis_as_none_however_the_data_is_split():
+    """The penguins pipeline's tensors are batch-first (a dynamic axis): their shape in the statistics says None
+    there, whether the 344 rows come in one batch, in batches of 100 or as two calibrations merged (a short
+    calibration's one flush of its buffer gave the rows it held)."""
+    model, frame = penguins_pipeline()
+    whole = calibrate(model, frame, progress=False).stats()
+    batched = calibrate(model, frame, batch_size=100, progress=False).stats()
+    merged = calibrate(model, frame.iloc[:150], progress=False).merge(
+        calibrate(model, frame.iloc[150:], progress=False)).stats()
+    batch_first = [name for name, s in whole.items() if s.shape and len(s.shape) >= 1 and s.samples == len(frame)]
+    assert batch_first
+    for name in batch_first:
+        assert whole[name].shape[0] is None, name
+        assert whole[name].shape == batched[name].shape == merged[name].shape, name

@@ -45,6 +45,7 @@ the threshold, plus the one bin it cuts) and an estimate interpolated in that bi
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -385,12 +386,13 @@ class TensorAccumulator:
 
     # -- merging ----------------------------------------------------------------------------------
     def merge(self, other: TensorAccumulator) -> TensorAccumulator:
-        """Fold ``other`` (same settings, another part of the data) into this accumulator; returns self.
+        """Fold ``other`` (same settings, another part of the data) into this accumulator; returns self. Merging
+        an accumulator into itself counts its data twice, as merging an equal copy does.
 
         Raises
         ------
         DataError
-            for accumulators with different settings or channel counts.
+            for accumulators with different settings or channel counts (before anything is changed).
         """
         if not isinstance(other, TensorAccumulator):
             raise DataError(f"tensor {self.name!r}: cannot merge a {type(other).__name__} into its statistics",
@@ -401,6 +403,11 @@ class TensorAccumulator:
                             f"({', '.join(differ)})",
                             hint="collect every part with the same settings (calibrate: the same sketch_per_sample, "
                                  "sketch_k, bins, std_k and channel_axis)")
+        if other is self:  # the sketch cannot merge itself
+            other = copy.deepcopy(other)
+        channels = self._ch  # checked before anything changes: a channel count that differs raises
+        if other._ch is not None:
+            channels = other._ch if self._ch is None else _merge_channels(self._ch, other._ch, self.name)
         if other.shape is not None:
             self._note_shape(other.shape)
         self.dtype = self.dtype or other.dtype
@@ -411,7 +418,7 @@ class TensorAccumulator:
         self.neginf += other.neginf
         if other._ch is not None:
             self._axis = other._axis if self._axis is None else self._axis
-            self._ch = other._ch if self._ch is None else _merge_channels(self._ch, other._ch, self.name)
+        self._ch = channels
         if other.count == 0:
             return self
         if self.count == 0:
@@ -711,8 +718,6 @@ def _merge_channels(a: dict[str, np.ndarray], b: dict[str, np.ndarray], name: st
 
 def merge_all(accumulators: Sequence[TensorAccumulator]) -> TensorAccumulator:
     """Merge accumulators of the same tensor (a copy; the inputs are left unchanged)."""
-    import copy
-
     if not accumulators:
         raise DataError("nothing to merge: the list of accumulators is empty", hint="give at least one accumulator")
     total = copy.deepcopy(accumulators[0])

@@ -347,6 +347,9 @@ class _Buffer:
         store, rows = self.store, len(value)
         if store is None or value.shape[1:] != store.shape[1:] or value.dtype != store.dtype:
             self.flush()
+            # the graph gives this tensor a dynamic batch axis: its size in the statistics is None, whatever
+            # the rows the store holds at a flush (one flush of a short calibration gave its row count)
+            self.accumulator._note_shape((None, *value.shape[1:]))
             per_row = max(1, math.prod(value.shape[1:]))
             store = self.store = np.empty((-(-_BUFFERED // per_row) + rows, *value.shape[1:]), value.dtype)
         elif self.rows + rows > len(store):
