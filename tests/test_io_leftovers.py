@@ -424,6 +424,10 @@ def test_a_file_named_as_another_format_is_named_so(tmp_path):
             read_table(tmp_path / name)
     frame.to_csv(tmp_path / "header.csv", index=False)  # begins "PAR1,BZh9": text
     pd.testing.assert_frame_equal(read_table(tmp_path / "header.csv"), frame)
+    # a Parquet file cut short begins as one and does not end as one: said so, not "rename it if it is a CSV"
+    (tmp_path / "cut.parquet").write_bytes((tmp_path / "parquet.csv").read_bytes()[:200])
+    with pytest.raises(DataError, match="begins as a Parquet file but does not end as one.*cut short"):
+        read_table(tmp_path / "cut.parquet")
 
 
 def test_a_parquet_files_named_index_is_read_as_its_columns(tmp_path):

@@ -1158,3 +1158,7 @@ def test_a_bool_input_reads_numbers_zero_and_one_alike_in_every_container():
         for values in (np.array([bad]), np.array([bad], dtype=object)):
             with pytest.raises(ColumnTypeError, match="'heavy'.*not a boolean"):
                 to_feed(spec, values)
+    # the value named as the column holds it, not as converted (np.float64(2.0) for the int 2)
+    for values in (np.array([1, 2]), pd.array([1, 2], dtype="Int64"), np.array([1, np.int64(2)], dtype=object)):
+        with pytest.raises(ColumnTypeError, match=r"value 2 at row 1 is not a boolean"):
+            to_feed(spec, values)

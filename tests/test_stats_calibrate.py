@@ -284,3 +284,21 @@ def test_a_tensors_shape_reads_its_dynamic_batch_axis_as_none_however_the_data_i
     for name in batch_first:
         assert whole[name].shape[0] is None, name
         assert whole[name].shape == batched[name].shape == merged[name].shape, name
+
+
+def test_a_model_without_float_tensors_or_a_predicate_selecting_none_is_refused():
+    """Statistics of nothing read as a calibration done (exit 0, "statistics of 0 tensors"): refused, as a
+    tensor pattern that selects nothing is."""
+    from onnx import TensorProto, helper
+
+    from onegraph.errors import ConfigError
+
+    graph = helper.make_graph([helper.make_node("Add", ["x", "y"], ["z"])], "ints",
+                              [helper.make_tensor_value_info(n, TensorProto.INT64, ["N"]) for n in "xy"],
+                              [helper.make_tensor_value_info("z", TensorProto.INT64, ["N"])])
+    ints = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10).SerializeToString()
+    with pytest.raises(ConfigError, match="no float tensor"):
+        calibrate(ints, {"x": np.arange(3), "y": np.arange(3)}, progress=False)
+    model, x = mlp()
+    with pytest.raises(ConfigError, match="select none of the model's"):
+        calibrate(model, {"x": x}, where=lambda v: False, progress=False)

@@ -134,3 +134,12 @@ def test_per_channel_needs_minmax_and_channels():
         quant_params(stats, per_channel=True, method="entropy")
     with pytest.raises(QuantizationError, match="unknown calibration method"):
         quant_params(stats, method="kl")
+
+
+def test_a_tensor_without_finite_values_is_named_only_when_its_name_is_given():
+    """TensorStats carry no name: without ``tensor=`` the error says "the tensor" (it said "tensor 'tensor'")."""
+    stats = TensorAccumulator("body_mass_g").update(np.full((4, 1), np.nan)).result()
+    with pytest.raises(QuantizationError, match=r"^the tensor has no finite value"):
+        quant_params(stats)
+    with pytest.raises(QuantizationError, match=r"^tensor 'body_mass_g' has no finite value"):
+        quant_params(stats, tensor="body_mass_g")

@@ -322,6 +322,11 @@ def _refuse_misnamed(p: Path, suffix: str, compressed: bool) -> None:
     if found is not None and not compressed and not (parquet and found[1] == ".parquet"):
         raise DataError(f"data file {p} is {found[0]}, not what its name says ({''.join(p.suffixes)})",
                         hint=f"rename it to end in {found[1]}")
+    # after PAR1 a Parquet file has binary page headers, a CSV whose header begins "PAR1" has text
+    if parquet and head.startswith(b"PAR1") and found is None and not all(
+            32 <= b < 127 or b in b"\t\r\n" for b in head[4:]):
+        raise DataError(f"data file {p} begins as a Parquet file but does not end as one (Parquet ends with PAR1; it "
+                        f"ends {tail!r}): it was cut short or damaged", hint="copy or write the file again")
     if parquet and head and (found is None or found[1] != ".parquet"):
         raise DataError(f"data file {p} is named {p.suffix} but is not a Parquet file (Parquet begins and ends with "
                         f"PAR1; it starts {head[:6]!r})", hint="if it is a CSV, rename it to end in .csv")

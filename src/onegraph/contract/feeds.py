@@ -413,6 +413,15 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _given(values: Any, row: int, converted: Any) -> Any:
+    """The value at ``row`` as the column holds it (``2``, not the ``2.0`` it was converted to), else
+    ``converted``."""
+    try:
+        return values[row]
+    except Exception:  # a container without positional indexing
+        return converted
+
+
 def _first_bad(values: np.ndarray, ok) -> tuple[int, Any] | None:
     """The row and value of the first present value ``ok`` refuses, or None."""
     missing = pd.isna(values)
@@ -609,7 +618,8 @@ def _bool_values(spec: ColumnSpec, values: Any) -> np.ndarray:
         bad = ~np.isnan(floats) & (floats != 0.0) & (floats != 1.0)
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
-            raise ColumnTypeError(spec.name, f"value {floats[row]!r} at row {row} is not a boolean", hint=_hint(spec))
+            raise ColumnTypeError(spec.name, f"value {_short(_given(values, row, floats[row]))} at row {row} is not a "
+                                  "boolean", hint=_hint(spec))
         return floats
     raise ColumnTypeError(spec.name, f"{dtype} values in a boolean column", hint=_hint(spec))
 
@@ -627,7 +637,7 @@ def _bool_from_objects(spec: ColumnSpec, values: np.ndarray) -> np.ndarray:
         elif isinstance(v, str) and v.strip().lower() in _FALSE:
             out[i] = 0.0
         else:
-            raise ColumnTypeError(spec.name, f"value {v!r} at row {i} is not a boolean",
+            raise ColumnTypeError(spec.name, f"value {_short(v)} at row {i} is not a boolean",
                                   hint="give True/False (or the text true/false/1/0)")
     return out
 

@@ -148,6 +148,10 @@ def select_tensors(model: Any, *, tensors: Sequence[str] | None = None, op_types
 def _select(proto: onnx.ModelProto, tensors: Sequence[str] | None, op_types: Sequence[str] | None,
             functions: Sequence[str] | None, where: Callable[[Any], bool] | None) -> list[_Tensor]:
     values = [t for t in _tensors(proto) if t.elem_type is None or t.elem_type in FLOAT_TYPES]
+    if not values:  # statistics of nothing would read as a calibration done
+        raise ConfigError("the model has no float tensor (float32, float16, bfloat16 or double) to take statistics of",
+                          hint="calibration observes float tensors; a model of integers or text has no float range "
+                               "to quantize")
     if tensors is None and op_types is None and functions is None and where is None:
         return values
     _check_selectors(proto, values, tensors, op_types, functions)
@@ -164,6 +168,9 @@ def _select(proto: onnx.ModelProto, tensors: Sequence[str] | None, op_types: Seq
             chosen.append(t)
         elif where is not None and where(by_name[t.name]):
             chosen.append(t)
+    if not chosen:  # only a `where` predicate can get here: a pattern, type or function selecting nothing raised
+        raise ConfigError(f"the tensors asked for select none of the model's {len(values)} float tensors",
+                          hint="check the where predicate (it is given each tensor as an onnx_ir.Value)")
     return chosen
 
 

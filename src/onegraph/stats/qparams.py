@@ -98,6 +98,11 @@ class QuantParams:
                 "reduce_range": self.reduce_range, "method": self.method}
 
 
+
+def _label(tensor: str | None) -> str:
+    """How an error names the tensor: by its name when the caller gave it (the statistics carry none)."""
+    return f"tensor {tensor!r}" if tensor is not None else "the tensor"
+
 def qrange(quant_type: str, *, symmetric: bool = False, reduce_range: bool = False) -> tuple[int, int]:
     """``(qmin, qmax)`` of an integer quantized type, as ONNX Runtime's ``get_qmin_qmax_for_qType``.
 
@@ -118,7 +123,7 @@ def qrange(quant_type: str, *, symmetric: bool = False, reduce_range: bool = Fal
 
 def scale_zero_point(rmin: Any, rmax: Any, quant_type: str = "uint8", *, symmetric: bool = False,
                      reduce_range: bool = False, dtype: Any = np.float32,
-                     tensor: str = "tensor") -> tuple[np.ndarray, np.ndarray]:
+                     tensor: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Scale and zero point for the range ``[rmin, rmax]`` (scalars or per-channel arrays).
 
     Equal to ``onnxruntime.quantization.quant_utils.compute_scale_zp(rmin, rmax, qmin, qmax, symmetric)``
@@ -142,7 +147,7 @@ def scale_zero_point(rmin: Any, rmax: Any, quant_type: str = "uint8", *, symmetr
     lo = np.asarray(rmin, dtype=np.float64)
     hi = np.asarray(rmax, dtype=np.float64)
     if not (np.isfinite(lo).all() and np.isfinite(hi).all()):
-        raise QuantizationError(f"tensor {tensor!r}: range [{_show(lo)}, {_show(hi)}] is not finite",
+        raise QuantizationError(f"{_label(tensor)}: range [{_show(lo)}, {_show(hi)}] is not finite",
                                 hint="collect statistics (they leave NaN and inf out) or clip the range")
     with np.errstate(over="ignore"):  # a bound beyond the float type becomes inf: refused below
         lo, hi = np.broadcast_arrays(lo.astype(dtype).astype(np.float64), hi.astype(dtype).astype(np.float64))
@@ -157,7 +162,7 @@ def scale_zero_point(rmin: Any, rmax: Any, quant_type: str = "uint8", *, symmetr
     tiny = finfo.smallest_subnormal if dtype == np.float16 else finfo.tiny
     too_small = (stored if dtype == np.float16 else scale) < tiny
     if not np.isfinite(stored).all():
-        raise QuantizationError(f"tensor {tensor!r}: the scale of range [{_show(lo)}, {_show(hi)}] overflows {dtype}",
+        raise QuantizationError(f"{_label(tensor)}: the scale of range [{_show(lo)}, {_show(hi)}] overflows {dtype}",
                                 hint="quantize with a wider float type or clip the range")
     if symmetric:
         zero = np.full(scale.shape, np.round((qmin + qmax) / 2.0))
@@ -171,7 +176,7 @@ def scale_zero_point(rmin: Any, rmax: Any, quant_type: str = "uint8", *, symmetr
 
 
 def float8_scale(stats: TensorStats, quant_type: str = "float8e4m3fn", *, method: str = "std",
-                 dtype: Any = np.float32, tensor: str = "tensor") -> np.ndarray:
+                 dtype: Any = np.float32, tensor: str | None = None) -> np.ndarray:
     """Scale of a float8 quantization (zero point 0).
 
     ``method="std"``: ``std / std(finite values of the float8 type)``, ONNX Runtime's
@@ -192,11 +197,11 @@ def float8_scale(stats: TensorStats, quant_type: str = "float8e4m3fn", *, method
     else:
         raise QuantizationError(f"unknown float8 scale method {method!r}", hint="use 'std' or 'absmax'")
     if spread is None or not spread > 0 or not math.isfinite(spread):
-        raise QuantizationError(f"tensor {tensor!r}: no finite non-zero {method} to derive a float8 scale from",
+        raise QuantizationError(f"{_label(tensor)}: no finite non-zero {method} to derive a float8 scale from",
                                 hint="calibrate on data where the tensor varies")
     scale = np.asarray(spread / reference, dtype=dtype)
     if not (np.isfinite(scale) and scale > 0):
-        raise QuantizationError(f"tensor {tensor!r}: float8 scale {spread / reference!r} does not fit "
+        raise QuantizationError(f"{_label(tensor)}: float8 scale {spread / reference!r} does not fit "
                                 f"{np.dtype(dtype)}")
     return scale
 
@@ -225,7 +230,7 @@ def check_options(quant_type: str | None, method: str) -> None:
 
 def choose_range(stats: TensorStats, method: str = "minmax", *, symmetric: bool = False, per_channel: bool = False,
                  percentile: float = 99.999, num_quantized_bins: int = 128, quant_type: str = "uint8",
-                 tensor: str = "tensor") -> tuple[np.ndarray, np.ndarray]:
+                 tensor: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The float range ``(rmin, rmax)`` to quantize ``stats``' tensor with (see the module docstring).
 
     Raises
@@ -238,19 +243,19 @@ def choose_range(stats: TensorStats, method: str = "minmax", *, symmetric: bool 
         raise QuantizationError(f"unknown calibration method {method!r}", hint=f"use one of {', '.join(METHODS)}")
     if per_channel:
         if method != "minmax":
-            raise QuantizationError(f"tensor {tensor!r}: per-channel ranges come from min/max only, not {method}",
+            raise QuantizationError(f"{_label(tensor)}: per-channel ranges come from min/max only, not {method}",
                                     hint="use method='minmax' with per_channel=True")
         if stats.channels is None or any(v is None for v in stats.channels.min):
-            raise QuantizationError(f"tensor {tensor!r}: no per-channel statistics (or a channel without values)",
+            raise QuantizationError(f"{_label(tensor)}: no per-channel statistics (or a channel without values)",
                                     hint="calibrate with a channel_axis that this tensor has")
         return np.array(stats.channels.min, dtype=np.float64), np.array(stats.channels.max, dtype=np.float64)
     if stats.min is None:
-        raise QuantizationError(f"tensor {tensor!r} has no finite value in the statistics",
+        raise QuantizationError(f"{_label(tensor)} has no finite value in the statistics",
                                 hint="calibrate on data that reaches this tensor with finite values")
     if method == "minmax":
         return np.float64(stats.min), np.float64(stats.max)
     if stats.histogram is None:
-        raise QuantizationError(f"tensor {tensor!r}: method {method!r} needs a histogram, the statistics have none",
+        raise QuantizationError(f"{_label(tensor)}: method {method!r} needs a histogram, the statistics have none",
                                 hint="calibrate with onegraph (recovered ranges carry min/max only)")
     if method == "percentile":
         lo, hi = percentile_range(stats.histogram, percentile, symmetric=symmetric)
@@ -400,7 +405,7 @@ def mse_range(stats: TensorStats, quant_type: str = "uint8", *, symmetric: bool 
 def quant_params(stats: TensorStats, quant_type: str = "uint8", *, method: str = "minmax", symmetric: bool = False,
                  reduce_range: bool = False, per_channel: bool = False, percentile: float = 99.999,
                  num_quantized_bins: int = 128, float8_method: str = "std", dtype: Any = np.float32,
-                 tensor: str = "tensor") -> QuantParams:
+                 tensor: str | None = None) -> QuantParams:
     """Scale and zero point of a tensor from its statistics: :func:`choose_range` then
     :func:`scale_zero_point` (integer types) or :func:`float8_scale` (float8 types).
 
@@ -424,7 +429,7 @@ def quant_params(stats: TensorStats, quant_type: str = "uint8", *, method: str =
     """
     if quant_type in FLOAT8_TYPES:
         if per_channel:
-            raise QuantizationError(f"tensor {tensor!r}: per-channel float8 scales are not supported")
+            raise QuantizationError(f"{_label(tensor)}: per-channel float8 scales are not supported")
         scale = float8_scale(stats, quant_type, method=float8_method, dtype=dtype, tensor=tensor)
         zero = np.zeros((), dtype=FLOAT8_TYPES[quant_type][0])
         return QuantParams(scale, zero, quant_type, None, True, False, f"float8_{float8_method}")
