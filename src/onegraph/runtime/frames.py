@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -51,10 +52,11 @@ def _row_index(n: int) -> pd.RangeIndex:
 
 
 def _sole_count() -> int:
-    """What ``sys.getrefcount`` says of an object taken from a list into a local variable when nothing else holds
-    it (2 on CPython 3.11; measured rather than assumed: later versions count borrowed references otherwise)."""
-    spares = [object()]
-    spare = spares.pop()
+    """What ``sys.getrefcount`` says of an object popped from a list (as a pair, unpacked) into a local variable
+    when nothing else holds it (2 on CPython 3.11; measured rather than assumed: later versions count borrowed
+    references otherwise). The same steps as :meth:`_Spare.give`."""
+    kept = [(object(), 0)]
+    spare, size = kept.pop()
     return sys.getrefcount(spare)
 
 
@@ -62,7 +64,7 @@ _SOLE = _sole_count()
 
 
 class _Spare:
-    """The axis the last result was given, handed to the next result once nothing holds it (:meth:`take`).
+    """The axis the last result was given, handed to the next result once nothing holds it (:meth:`give`).
 
     Making an Index costs pandas an identity object, a copy-on-write references object and a weak reference
     (~1 us; 3-8 us of a single-row call beside onnxruntime's, whose caches it shares): in a loop scoring one
@@ -74,24 +76,26 @@ class _Spare:
     __slots__ = ("_kept", "_fresh")
 
     def __init__(self) -> None:
-        self._kept: list = []
+        self._kept: list[tuple[Any, int]] = []  # (the axis, the size it was made for)
         self._fresh: tuple | None = None  # a fresh axis' _marks
 
-    def take(self) -> Any:
-        """The kept axis when it may be given again, else None (it is then let go)."""
+    def give(self, make: Callable[[Any], Any], arg: Any, size: int = 0) -> Any:
+        """An axis for a new result: the kept one when it may be given again and was made for ``size``, else
+        ``make(arg)``; kept in turn."""
         try:
-            spare = self._kept.pop()
+            spare, made_for = self._kept.pop()
         except IndexError:
-            return None
-        if sys.getrefcount(spare) == _SOLE and spare._name is None and _marks(spare) == self._fresh:
-            return spare
-        return None
-
-    def keep(self, axis: Any, fresh: bool) -> None:
-        """Keep ``axis``, given to a result now (``fresh``: just made, which sets what a fresh one is like)."""
-        if fresh and self._fresh is None:
-            self._fresh = _marks(axis)
-        self._kept.append(axis)
+            spare = None
+        else:
+            if not (made_for == size and sys.getrefcount(spare) == _SOLE and spare._name is None
+                    and _marks(spare) == self._fresh):
+                spare = None  # let go
+        if spare is None:
+            spare = make(arg)
+            if self._fresh is None:
+                self._fresh = _marks(spare)
+        self._kept.append((spare, size))
+        return spare
 
 
 def _marks(axis: Any) -> tuple[int, int, int]:
@@ -128,16 +132,8 @@ class FrameTemplate:
         Its axes are Index objects of its own (over the template's labels; a new RangeIndex without ``index``):
         an axis' ``name`` can be set in place, which must not rename every other result."""
         if index is None:
-            index = self._spare_rows.take()
-            fresh = index is None or len(index) != n_rows
-            if fresh:
-                index = _row_index(n_rows)
-            self._spare_rows.keep(index, fresh)
-        columns = self._spare_columns.take()
-        fresh = columns is None
-        if fresh:
-            columns = _own(self.columns)
-        self._spare_columns.keep(columns, fresh)
+            index = self._spare_rows.give(_row_index, n_rows, n_rows)
+        columns = self._spare_columns.give(_own, self.columns)
         if _FAST:
             try:
                 frame = self._fast(arrays, index, columns)
