@@ -1,7 +1,7 @@
 """How many files onegraph has written in this process (floor 1: :func:`onegraph.io.atomic_path` counts each
 rename into place, :func:`onegraph.score` reads the count).
 
-``onegraph.score(path, rows)`` looks at the model file again (``os.stat``) at most once a millisecond while it
+``onegraph.score(path, rows)`` looks at the model file again (``os.stat``) at most once every 10 ms while it
 is called for the same path; a write by onegraph itself in between makes it look at once, so a model this
 process rewrote is never scored with its previous session.
 """
