@@ -121,9 +121,11 @@ def _parse(source: Source) -> Any:
     if not proto.HasField("graph"):
         raise ModelFileError(f"{source.label} holds no graph; it is not an ONNX model",
                              hint="check that the file is a complete .onnx file")
+    if source.folder is None:  # bytes: no folder to read external data from (as before: left as it is)
+        return proto
     from onegraph.check.static.walk import external_locations, has_external_data
 
-    if source.folder is not None and has_external_data(proto):
+    if has_external_data(proto):
         from onegraph.kept import keep
 
         for location in external_locations(proto):  # the check confined them to the model's folder
