@@ -96,8 +96,6 @@ CODES: dict[str, tuple[str, str, str]] = {
 }
 
 
-
-
 def blocks(finding: Finding, purpose: str) -> bool:
     """Whether ``finding`` keeps a model from being used for ``purpose`` in the calling process.
 

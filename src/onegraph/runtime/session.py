@@ -403,8 +403,7 @@ class Session:
         results, finite = self._checked(data)
         if self.media is not None:  # features [N, C, H, W] / [N, F, T]: one column per value, as score_folder
             results = [r.reshape(len(r), -1) if r.ndim > 2 else r for r in results]
-        # a DataFrame's own index without a call (single-row scoring feels each one)
-        return self.frame(results, finite, data.index if type(data) is pd.DataFrame else _row_index(data))
+        return self.frame(results, finite, _row_index(data))
 
     def frame(self, results: list[np.ndarray], finite: bool = False, index: Any = None) -> pd.DataFrame:
         """The output DataFrame of :meth:`score` from the model's outputs ``results`` (in output order, first axis

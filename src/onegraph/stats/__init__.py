@@ -16,8 +16,9 @@ __all__ = [
     "AnnotateStatsPass", "StripStatsPass", "annotate", "read_stats", "read_qparams", "strip",
     "QuantParams", "QuantizationError", "quant_params", "scale_zero_point", "recover", "recover_ranges",
 ]
-# each name loads its module on first use: ``calibrate`` needs numpy, onnx, onnxruntime (and datasketches past the held quantile values) only,
-# not onnx-ir (annotate, recover) or pydantic (the statistics document)
+# each name loads its module on first use: ``calibrate`` needs numpy, onnx and onnxruntime only (datasketches
+# once a tensor's sample outgrows its held share), not onnx-ir (annotate, recover) or pydantic (the statistics
+# document)
 _lazy.exports(__name__, {
     **dict.fromkeys(["TensorAccumulator", "TensorStats", "merge_all"], "onegraph.stats.accumulators"),
     **dict.fromkeys(["AnnotateStatsPass", "StripStatsPass", "annotate", "read_qparams", "read_stats", "strip"],

@@ -98,10 +98,10 @@ class QuantParams:
                 "reduce_range": self.reduce_range, "method": self.method}
 
 
-
 def _label(tensor: str | None) -> str:
     """How an error names the tensor: by its name when the caller gave it (the statistics carry none)."""
     return f"tensor {tensor!r}" if tensor is not None else "the tensor"
+
 
 def qrange(quant_type: str, *, symmetric: bool = False, reduce_range: bool = False) -> tuple[int, int]:
     """``(qmin, qmax)`` of an integer quantized type, as ONNX Runtime's ``get_qmin_qmax_for_qType``.
